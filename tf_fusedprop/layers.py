@@ -1,0 +1,141 @@
+"""InvFusedProp-capable drop-in replacements for `keras.layers.Dense` and `keras.layers.Conv2D`.
+
+Outside a `tf_fusedprop.ops.parameter_gradient_scaling` scope these layers compute exactly
+what the Keras layers compute. Inside one, their kernel/bias gradients are formed from the
+upstream gradient multiplied per sample by the scope's factor, while the gradient passed on to
+their input stays unscaled (InvFusedProp, Fig. 3 of the paper).
+
+`spectral_norm=True` gives SNGAN / PyTorch semantics: the layer uses `W / sigma(W)` where
+`sigma = v^T W u` comes from one power iteration per training call; `u` and `v` are constants
+of the gradient (stop-gradient) but the gradient does flow through `sigma`'s dependence on
+`W`. `u` is a non-trainable weight updated only in training calls; an inference call runs the
+iteration from the stored `u` without storing the result (as SNGAN's Chainer code does).
+Note that a step which calls D twice (the conventional `alternating` form) therefore runs two
+power iterations per step, where the single-pass FusedProp forms run one.
+"""
+
+import keras
+import tensorflow as tf
+
+from tf_fusedprop import ops
+
+__all__ = ["Dense", "Conv2D", "supports_parameter_gradient_scaling"]
+
+
+def supports_parameter_gradient_scaling(layer):
+    """True for layers that implement per-sample parameter-gradient scaling (InvFusedProp)."""
+    return getattr(layer, "_supports_parameter_gradient_scaling", False)
+
+
+class _SpectralNormMixin:
+    """Adds `spectral_norm` (SNGAN semantics) and the scaling-aware kernel to a Keras layer."""
+
+    _supports_parameter_gradient_scaling = True
+
+    def _build_spectral_norm(self, out_dim):
+        if self.spectral_norm:
+            self.sn_u = self.add_weight(
+                name="sn_u",
+                shape=(out_dim,),
+                initializer=keras.initializers.RandomNormal(stddev=1.0),
+                trainable=False,
+            )
+
+    def _normalized_kernel(self, training):
+        kernel = self.kernel
+        if not self.spectral_norm:
+            return kernel
+        out_dim = kernel.shape[-1]
+        w = tf.reshape(kernel, [-1, out_dim])
+        u = tf.cast(self.sn_u, w.dtype)
+        v = tf.stop_gradient(tf.math.l2_normalize(tf.linalg.matvec(w, u)))
+        u = tf.stop_gradient(tf.math.l2_normalize(tf.linalg.matvec(w, v, transpose_a=True)))
+        sigma = tf.tensordot(v, tf.linalg.matvec(w, u), axes=1)
+        if training:
+            self.sn_u.assign(tf.cast(u, self.sn_u.dtype))
+        return kernel / sigma
+
+    def _spectral_norm_config(self, config):
+        config["spectral_norm"] = self.spectral_norm
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tf_fusedprop")
+class Dense(_SpectralNormMixin, keras.layers.Dense):
+    """`keras.layers.Dense` with InvFusedProp parameter-gradient scaling and optional SN.
+
+    Args:
+      units: as in `keras.layers.Dense`.
+      spectral_norm: if True, use the spectrally normalized kernel (see module docstring).
+      **kwargs: every other `keras.layers.Dense` argument.
+    """
+
+    def __init__(self, units, spectral_norm=False, **kwargs):
+        super().__init__(units, **kwargs)
+        self.spectral_norm = bool(spectral_norm)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_spectral_norm(self.units)
+
+    def call(self, inputs, training=None):
+        holder = ops.active_parameter_gradient_scale()
+        if holder is None and not self.spectral_norm:
+            return super().call(inputs)
+        kernel = self._normalized_kernel(training)
+        if holder is not None:
+            x = ops.scaled_dense(inputs, kernel, self.bias, holder)
+        else:
+            x = keras.ops.matmul(inputs, kernel)
+            if self.bias is not None:
+                x = keras.ops.add(x, self.bias)
+        return self.activation(x) if self.activation is not None else x
+
+    def get_config(self):
+        return self._spectral_norm_config(super().get_config())
+
+
+@keras.saving.register_keras_serializable(package="tf_fusedprop")
+class Conv2D(_SpectralNormMixin, keras.layers.Conv2D):
+    """`keras.layers.Conv2D` with InvFusedProp parameter-gradient scaling and optional SN.
+
+    Supports `data_format="channels_last"` and `groups=1` (the layouts GAN discriminators use
+    with TensorFlow); other values raise ValueError.
+
+    Args:
+      filters, kernel_size: as in `keras.layers.Conv2D`.
+      spectral_norm: if True, use the spectrally normalized kernel (see module docstring).
+      **kwargs: every other `keras.layers.Conv2D` argument.
+    """
+
+    def __init__(self, filters, kernel_size, spectral_norm=False, **kwargs):
+        super().__init__(filters, kernel_size, **kwargs)
+        if self.groups != 1 or self.data_format != "channels_last":
+            raise ValueError(
+                "tf_fusedprop.layers.Conv2D supports groups=1 and data_format='channels_last'. "
+                f"Received: groups={self.groups}, data_format={self.data_format!r}."
+            )
+        self.spectral_norm = bool(spectral_norm)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_spectral_norm(self.filters)
+
+    def call(self, inputs, training=None):
+        holder = ops.active_parameter_gradient_scale()
+        if holder is None and not self.spectral_norm:
+            return super().call(inputs)
+        kernel = self._normalized_kernel(training)
+        if holder is not None:
+            x = ops.scaled_conv2d(
+                inputs, kernel, self.bias, holder,
+                strides=self.strides, padding=self.padding, dilations=self.dilation_rate,
+            )
+        else:
+            x = self.convolution_op(inputs, kernel)
+            if self.use_bias:
+                x = keras.ops.add(x, self.bias)
+        return self.activation(x) if self.activation is not None else x
+
+    def get_config(self):
+        return self._spectral_norm_config(super().get_config())

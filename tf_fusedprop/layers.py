@@ -55,6 +55,20 @@ class _SpectralNormMixin:
             self.sn_u.assign(tf.cast(u, self.sn_u.dtype))
         return kernel / sigma
 
+    # Keras's Dense/Conv save exactly kernel and bias; the power-iteration state must survive
+    # a save/load too, or a reloaded D would restart its spectral-norm estimate.
+    def save_own_variables(self, store):
+        """Saves kernel, bias and, with spectral norm, the power-iteration vector `sn_u`."""
+        super().save_own_variables(store)
+        if self.built and self.spectral_norm:
+            store["sn_u"] = self.sn_u
+
+    def load_own_variables(self, store):
+        """Loads what `save_own_variables` saved."""
+        super().load_own_variables(store)
+        if self.built and self.spectral_norm:
+            self.sn_u.assign(store["sn_u"])
+
     def _spectral_norm_config(self, config):
         config["spectral_norm"] = self.spectral_norm
         return config

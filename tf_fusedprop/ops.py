@@ -116,6 +116,14 @@ def parameter_gradient_scaling():
         stack.pop()
 
 
+def _as_tensors(inputs, kernel, bias):
+    # Variables read inside a tf.custom_gradient would need `variables=` in its grad_fn;
+    # reading them outside lets ordinary autodiff carry the gradient on to them (and on
+    # through a spectral norm's sigma).
+    params = (kernel,) if bias is None else (kernel, bias)
+    return (inputs,) + tuple(tf.convert_to_tensor(p) for p in params)
+
+
 def scaled_dense(inputs, kernel, bias, holder):
     """`inputs @ kernel + bias` whose kernel/bias gradients use the per-sample scaled upstream.
 
@@ -143,7 +151,7 @@ def scaled_dense(inputs, kernel, bias, holder):
 
         return y, grad
 
-    return _dense(inputs, kernel, bias) if bias is not None else _dense(inputs, kernel)
+    return _dense(*_as_tensors(inputs, kernel, bias))
 
 
 def scaled_conv2d(inputs, kernel, bias, holder, strides, padding, dilations):
@@ -178,4 +186,4 @@ def scaled_conv2d(inputs, kernel, bias, holder, strides, padding, dilations):
 
         return y, grad
 
-    return _conv(inputs, kernel, bias) if bias is not None else _conv(inputs, kernel)
+    return _conv(*_as_tensors(inputs, kernel, bias))

@@ -1,0 +1,203 @@
+"""Tests of tf_fusedprop.data: shapes, ranges, counts, determinism, errors."""
+
+import math
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from absl.testing import parameterized
+
+from tf_fusedprop import data
+
+
+def _batches(ds, n):
+    return [b.numpy() for b in ds.take(n)]
+
+
+class Cifar10Test(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.parameters("train", "test")
+    def test_mock_batches_have_shape_dtype_and_range(self, split):
+        with tfds.testing.mock_data(num_examples=20):
+            ds = data.cifar10(8, split=split, repeat=False)
+            batches = _batches(ds, -1)
+        self.assertLen(batches, 20 // 8)
+        for batch in batches:
+            self.assertEqual(batch.shape, (8, 32, 32, 3))
+            self.assertEqual(batch.dtype, np.float32)
+            self.assertGreaterEqual(batch.min(), -1.0)
+            self.assertLessEqual(batch.max(), 1.0)
+        self.assertLess(np.concatenate(batches).min(), -0.9)  # uint8 0 maps near -1 ...
+        self.assertGreater(np.concatenate(batches).max(), 0.9)  # ... and 255 near 1.
+
+    def test_mock_repeats_indefinitely(self):
+        with tfds.testing.mock_data(num_examples=10):
+            ds = data.cifar10(4, data_dir=self.get_temp_dir())
+            batches = _batches(ds, 7)  # 28 samples from a 10-sample split.
+        self.assertLen(batches, 7)
+        self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
+
+    def test_unavailable_raises_quickly_with_one_line_message(self):
+        with tempfile.TemporaryDirectory() as empty:
+            start = time.perf_counter()
+            with self.assertRaises(data.DatasetUnavailableError) as ctx:
+                data.cifar10(8, data_dir=empty)
+            elapsed = time.perf_counter() - start
+        message = str(ctx.exception)
+        self.assertLess(elapsed, 5.0)  # Measured ~0.4 s: no download is attempted.
+        self.assertIsInstance(ctx.exception, ValueError)
+        self.assertNotIn("\n", message)
+        self.assertIn("cifar10", message)
+        self.assertIn(f"data_dir={empty}", message)
+        self.assertIn("tfds build cifar10", message)
+        self.assertIn("--config.data_dir", message)
+
+    def test_batch_size_checked_before_loading(self):
+        with self.assertRaisesRegex(ValueError, "Received: batch_size=0"):
+            data.cifar10(0, data_dir="/nonexistent")
+
+
+class DigitsTest(tf.test.TestCase, parameterized.TestCase):
+    def test_array_at_native_size_is_rescaled_original(self):
+        from sklearn.datasets import load_digits
+
+        expected = load_digits().images[..., None] / 8.0 - 1.0
+        array = data.digits_array(8)
+        self.assertEqual(array.dtype, np.float32)
+        self.assertAllClose(array, expected)
+
+    @parameterized.parameters(8, 16, 28)
+    def test_array_shape_and_range(self, image_size):
+        array = data.digits_array(image_size)
+        self.assertEqual(array.shape, (1797, image_size, image_size, 1))
+        self.assertEqual(array.min(), -1.0)
+        self.assertEqual(array.max(), 1.0)
+
+    @parameterized.parameters(32, 64, 100)
+    def test_one_epoch_has_floor_count_of_full_batches(self, batch_size):
+        ds = data.digits(batch_size, image_size=16, repeat=False)
+        batches = _batches(ds, -1)
+        self.assertLen(batches, 1797 // batch_size)
+        for batch in batches:
+            self.assertEqual(batch.shape, (batch_size, 16, 16, 1))
+            self.assertEqual(batch.dtype, np.float32)
+            self.assertBetween(batch.min(), -1.0, 1.0)
+            self.assertBetween(batch.max(), -1.0, 1.0)
+
+    def test_each_epoch_is_a_new_permutation(self):
+        array = data.digits_array(8).reshape(1797, -1)
+        epochs = np.concatenate(_batches(data.digits(599, image_size=8), 6)).reshape(2, 1797, -1)
+        for epoch in epochs:
+            self.assertAllEqual(np.unique(epoch, axis=0), np.unique(array, axis=0))
+        self.assertNotAllEqual(epochs[0], epochs[1])
+
+    def test_same_seed_same_stream_other_seed_differs(self):
+        first = _batches(data.digits(16, seed=3), 3)
+        again = _batches(data.digits(16, seed=3), 3)
+        other = _batches(data.digits(16, seed=4), 3)
+        self.assertAllEqual(first, again)
+        self.assertNotAllEqual(first, other)
+
+    def test_invalid_image_size(self):
+        with self.assertRaisesRegex(ValueError, "Received: image_size=0"):
+            data.digits_array(0)
+
+
+class GaussianMixtureTest(tf.test.TestCase, parameterized.TestCase):
+    def test_ring8_centers(self):
+        centers = data.ring8_centers(radius=3.0)
+        self.assertEqual(centers.shape, (8, 2))
+        self.assertAllClose(np.linalg.norm(centers, axis=1), np.full(8, 3.0))
+        gaps = np.linalg.norm(centers - np.roll(centers, 1, axis=0), axis=1)
+        self.assertAllClose(gaps, np.full(8, 2 * 3.0 * math.sin(math.pi / 8)))
+
+    def test_grid25_centers(self):
+        centers = data.grid25_centers()
+        self.assertEqual(centers.shape, (25, 2))
+        expected = {(x, y) for x in (-4, -2, 0, 2, 4) for y in (-4, -2, 0, 2, 4)}
+        self.assertEqual({tuple(c) for c in centers.tolist()}, expected)
+
+    @parameterized.parameters(("ring8", 0.02), ("grid25", 0.05))
+    def test_samples_lie_near_centers_and_cover_all_modes(self, name, paper_std):
+        centers, std = data.mixture_spec(name)
+        self.assertEqual(std, paper_std)
+        samples = np.concatenate(_batches(data.get(name, 512), 16))  # 8192 samples.
+        self.assertEqual(samples.shape, (8192, 2))
+        self.assertEqual(samples.dtype, np.float32)
+        distances = np.linalg.norm(samples[:, None, :] - centers[None], axis=-1)
+        nearest = distances.min(axis=1)
+        # The distance of a 2-D isotropic Gaussian sample to its mean is Rayleigh(std):
+        # mean std * sqrt(pi / 2), and beyond 6 std with probability exp(-18).
+        self.assertAllClose(nearest.mean(), std * math.sqrt(math.pi / 2), rtol=0.05)
+        self.assertLess(nearest.max(), 6 * std)
+        counts = np.bincount(distances.argmin(axis=1), minlength=len(centers))
+        expected = len(samples) / len(centers)
+        self.assertAllInRange(counts, 0.7 * expected, 1.3 * expected)
+
+    def test_same_seed_same_stream_other_seed_differs(self):
+        first = _batches(data.ring8(32, seed=5), 4)
+        again = _batches(data.ring8(32, seed=5), 4)
+        other = _batches(data.ring8(32, seed=6), 4)
+        self.assertAllEqual(first, again)
+        self.assertNotAllEqual(first, other)
+        self.assertNotAllEqual(first[0], first[1])  # Every batch is fresh.
+
+    def test_finite_when_not_repeated(self):
+        ds = data.grid25(64, repeat=False, num_samples=1000)
+        self.assertEqual(ds.cardinality(), 1000 // 64)
+        self.assertLen(_batches(ds, -1), 1000 // 64)
+
+    def test_custom_centers_and_dimension(self):
+        centers = np.array([[0.0, 0.0, 0.0], [10.0, 10.0, 10.0]])
+        batch = _batches(data.gaussian_mixture(centers, 0.1, 256), 1)[0]
+        self.assertEqual(batch.shape, (256, 3))
+        self.assertAllClose(np.sort(np.round(batch[:, 0] / 10)), np.sort(np.round(batch[:, 1] / 10)))
+
+    def test_invalid_arguments(self):
+        with self.assertRaisesRegex(ValueError, "Received: shape"):
+            data.gaussian_mixture(np.zeros(3), 0.1, 8)
+        with self.assertRaisesRegex(ValueError, "Received: std=0"):
+            data.gaussian_mixture(data.ring8_centers(), 0, 8)
+        with self.assertRaisesRegex(ValueError, r"\['grid25', 'ring8'\].*Received: name='moons'"):
+            data.mixture_spec("moons")
+
+
+class RegistryTest(tf.test.TestCase, parameterized.TestCase):
+    def test_names(self):
+        self.assertEqual(data.names(), ["cifar10", "digits", "grid25", "ring8"])
+
+    @parameterized.parameters(
+        ("digits", {"image_size": 12}, (4, 12, 12, 1)),
+        ("ring8", {"seed": 1}, (4, 2)),
+        ("grid25", {}, (4, 2)),
+    )
+    def test_get_dispatches(self, name, kwargs, shape):
+        ds = data.get(name, 4, **kwargs)
+        self.assertEqual(ds.element_spec.shape, shape)
+        self.assertEqual(ds.element_spec.dtype, tf.float32)
+        self.assertEqual(next(iter(ds)).shape, shape)
+
+    def test_get_cifar10_with_mock(self):
+        with tfds.testing.mock_data(num_examples=8):
+            ds = data.get("cifar10", 4, repeat=False)
+            self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
+
+    def test_unknown_name_lists_valid_names(self):
+        with self.assertRaisesRegex(
+            ValueError, r"\['cifar10', 'digits', 'grid25', 'ring8'\].*Received: name='mnist'"
+        ):
+            data.get("mnist", 8)
+
+    @parameterized.parameters(0, -1, 2.5, "8", True, None)
+    def test_bad_batch_size_says_what_was_received(self, batch_size):
+        with self.assertRaisesRegex(ValueError, "positive int. Received: batch_size="):
+            data.get("ring8", batch_size)
+
+    def test_numpy_integer_batch_size_accepted(self):
+        ds = data.get("ring8", np.int64(3))
+        self.assertEqual(ds.element_spec.shape, (3, 2))
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,155 @@
+"""Exactness of every single-pass form against two-tape SimGD, and the refusals."""
+
+import itertools
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_fusedprop as fp
+from tf_fusedprop import gradients
+from tests import testing_utils as tu
+
+VALID_PAIRS = [
+    (loss, form)
+    for loss, form in itertools.product(fp.losses.names(), ("fused", "inverse", "adaptive", "simultaneous"))
+    if fp.losses.get(loss).supports(form)
+]
+
+
+def two_tape_simgd(generator, discriminator, real, z, loss):
+    """The reference: D's gradient from D's loss, G's from L_G, both at the same parameters."""
+    loss = fp.losses.get(loss)
+    n = real.shape[0]
+    with tf.GradientTape() as d_tape, tf.GradientTape() as g_tape:
+        y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
+        d_loss = tf.reduce_mean(loss.d_real(y[:n])) + tf.reduce_mean(loss.d_fake(y[n:]))
+        g_loss = tf.reduce_mean(loss.g(y[n:]))
+    return (
+        d_tape.gradient(d_loss, discriminator.trainable_variables),
+        g_tape.gradient(g_loss, generator.trainable_variables),
+    )
+
+
+class ExactnessTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(pair=VALID_PAIRS, spectral_norm=(False, True), dtype=("float32", "float64"))
+    def test_matches_two_tape_simgd(self, pair, spectral_norm, dtype):
+        loss, form = pair
+        generator, discriminator = tu.tiny_pair(dtype=dtype, spectral_norm=spectral_norm)
+        real, z = tu.tiny_batch(dtype=dtype)
+        state = tu.StateSnapshot(generator, discriminator)
+        expected = two_tape_simgd(generator, discriminator, real, z, loss)
+        tolerance = 1e-5 if dtype == "float32" else 1e-10
+        # Graph mode is checked in float32, the dtype that is trained; float64 runs eagerly.
+        runs = (fp.compute_gradients,) if dtype == "float64" else (fp.compute_gradients, tf.function(fp.compute_gradients))
+        for run in runs:
+            state.restore()
+            d_grads, g_grads = run(generator, discriminator, real, z, loss=loss, form=form)
+            diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
+            self.assertLess(diff, tolerance, msg=f"{loss}/{form} ({run})")
+            self.assertLen(d_grads, len(discriminator.trainable_variables))
+            self.assertLen(g_grads, len(generator.trainable_variables))
+
+    def test_step_result_reports_losses_and_logits(self):
+        generator, discriminator = tu.tiny_pair()
+        real, z = tu.tiny_batch()
+        state = tu.StateSnapshot(generator, discriminator)
+        result = gradients.simgd_step(generator, discriminator, real, z, "least_squares", "adaptive")
+        state.restore()
+        y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
+        self.assertAllClose(result.real_logits, y[:6])
+        self.assertAllClose(result.fake_logits, y[6:])
+        self.assertAllClose(result.d_loss, np.mean((y[:6] - 1) ** 2) + np.mean(y[6:] ** 2))
+        self.assertAllClose(result.g_loss, np.mean((y[6:] - 1) ** 2))
+
+
+def saturated_discriminator(logit, dtype):
+    """A D whose logits are all close to `logit` but still depend on every parameter."""
+    discriminator = tu.tiny_discriminator(dtype)
+    dense = discriminator.layers[-1]
+    kernel = np.full(dense.kernel.shape, 0.01, dtype)
+    dense.set_weights([kernel, np.array([logit], dtype)])
+    return discriminator
+
+
+class SaturationTest(tf.test.TestCase, parameterized.TestCase):
+    """At |y| = 100 in float32 no form may produce NaN; the forms named in the guide stay exact."""
+
+    def _grads(self, logit, dtype, form, loss="nonsaturating"):
+        keras.utils.set_random_seed(3)
+        source_g, source_d = tu.tiny_generator(), saturated_discriminator(logit, "float32")
+        generator, discriminator = tu.tiny_generator(dtype), tu.tiny_discriminator(dtype)
+        for target, source in ((generator, source_g), (discriminator, source_d)):
+            target.set_weights([w.astype(dtype) for w in source.get_weights()])
+        real, z = tu.tiny_batch(dtype=dtype)
+        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, loss, form)
+        return [g.numpy().astype("float64") for g in list(d_grads) + list(g_grads)]
+
+    @parameterized.product(logit=(100.0, -100.0), form=("fused", "inverse", "adaptive"),
+                           loss=("nonsaturating", "least_squares", "minimax", "wasserstein"))
+    def test_always_finite(self, logit, form, loss):
+        for grad in self._grads(logit, "float32", form, loss):
+            self.assertTrue(np.all(np.isfinite(grad)), msg=f"{loss}/{form} at y={logit}")
+
+    @parameterized.parameters(("fused", 100.0), ("inverse", -100.0), ("adaptive", 100.0), ("adaptive", -100.0))
+    def test_exact_where_the_form_is_exact(self, form, logit):
+        in32 = self._grads(logit, "float32", form)
+        in64 = self._grads(logit, "float64", "simultaneous")
+        scale = max(np.max(np.abs(g)) for g in in64)
+        self.assertGreater(scale, 0.0)
+        for a, b in zip(in32, in64):
+            self.assertAllClose(a, b, rtol=1e-5, atol=1e-6 * scale)
+
+
+class RefusalTest(tf.test.TestCase, parameterized.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.generator, self.discriminator = tu.tiny_pair()
+        self.real, self.z = tu.tiny_batch()
+
+    def _call(self, discriminator=None, loss="nonsaturating", form="fused"):
+        return fp.compute_gradients(self.generator, discriminator or self.discriminator, self.real, self.z, loss, form)
+
+    def test_hinge_with_fused(self):
+        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'.*inverse"):
+            self._call(loss="hinge", form="fused")
+
+    def test_unknown_form(self):
+        with self.assertRaisesRegex(ValueError, "Received: form='fusedprop'.*Valid forms: fused, inverse"):
+            self._call(form="fusedprop")
+
+    def test_unknown_loss(self):
+        with self.assertRaisesRegex(ValueError, "Received: loss='ns'.*nonsaturating"):
+            self._call(loss="ns")
+
+    def test_alternating_is_a_training_loop(self):
+        with self.assertRaisesRegex(ValueError, "FusedPropGAN"):
+            self._call(form="alternating")
+
+    @parameterized.parameters("fused", "inverse", "adaptive")
+    def test_batch_norm_in_discriminator(self, form):
+        discriminator = tu.tiny_discriminator(extra=[keras.layers.BatchNormalization(name="bn_in_d")])
+        with self.assertRaisesRegex(ValueError, "BatchNormalization layer 'bn_in_d'.*simultaneous"):
+            self._call(discriminator, form=form)
+
+    @parameterized.parameters("inverse", "adaptive")
+    def test_plain_keras_layer_in_discriminator(self, form):
+        discriminator = tu.tiny_discriminator(extra=[keras.layers.Dense(3, name="plain_dense")])
+        with self.assertRaisesRegex(ValueError, "layer 'plain_dense' is a keras.*Dense.*tf_fusedprop.layers"):
+            self._call(discriminator, form=form)
+
+    def test_plain_keras_layer_is_fine_for_fused_and_simultaneous(self):
+        discriminator = tu.tiny_discriminator(extra=[keras.layers.Dense(3)])
+        for form in ("fused", "simultaneous"):
+            d_grads, _ = self._call(discriminator, form=form)
+            self.assertLen(d_grads, len(discriminator.trainable_variables))
+
+    def test_simultaneous_accepts_batch_norm(self):
+        discriminator = tu.tiny_discriminator(extra=[keras.layers.BatchNormalization()])
+        d_grads, g_grads = self._call(discriminator, form="simultaneous")
+        self.assertTrue(all(np.all(np.isfinite(g)) for g in list(d_grads) + list(g_grads)))
+
+
+if __name__ == "__main__":
+    tf.test.main()

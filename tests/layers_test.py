@@ -1,0 +1,152 @@
+"""InvFusedProp layers: plain behaviour outside a scope, spectral norm semantics, config."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from tf_fusedprop import layers, ops
+
+LAYERS = {
+    "dense": (lambda **kw: layers.Dense(3, activation="relu", **kw), lambda: keras.layers.Dense(3, activation="relu"), [4, 5]),
+    "conv": (
+        lambda **kw: layers.Conv2D(3, 3, strides=2, padding="same", **kw),
+        lambda: keras.layers.Conv2D(3, 3, strides=2, padding="same"),
+        [4, 6, 6, 2],
+    ),
+}
+
+
+def build(layer, shape):
+    layer.build(tuple(shape))
+    return layer
+
+
+def fixed_singular_vectors(kernel, u):
+    """u, v after one power iteration on reshape(kernel, [-1, out]), as numpy constants."""
+    w = kernel.reshape(-1, kernel.shape[-1])
+    v = w @ u
+    v /= np.linalg.norm(v)
+    u = w.T @ v
+    return u / np.linalg.norm(u), v
+
+
+class PlainBehaviourTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.parameters(*LAYERS)
+    def test_equals_keras_layer_outside_a_scope(self, name):
+        ours_fn, keras_fn, shape = LAYERS[name]
+        ours, theirs = build(ours_fn(), shape), build(keras_fn(), shape)
+        theirs.set_weights(ours.get_weights())
+        x = tf.random.normal(shape)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            a, b = ours(x), theirs(x)
+        self.assertAllClose(a, b)
+        for ga, gb in zip(tape.gradient(a, [x] + ours.trainable_weights), tape.gradient(b, [x] + theirs.trainable_weights)):
+            self.assertAllClose(ga, gb)
+
+    @parameterized.parameters(*LAYERS)
+    def test_scaled_path_with_unit_factor_equals_plain(self, name):
+        ours_fn, _, shape = LAYERS[name]
+        layer = build(ours_fn(), shape)
+        x = tf.random.normal(shape)
+        with tf.GradientTape() as plain_tape:
+            plain_tape.watch(x)
+            plain = layer(x)
+        with ops.parameter_gradient_scaling() as holder:
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                scaled = layer(x)
+        holder.set(tf.ones([shape[0]]))
+        self.assertAllClose(scaled, plain)
+        for ga, gb in zip(tape.gradient(scaled, [x] + layer.trainable_weights), plain_tape.gradient(plain, [x] + layer.trainable_weights)):
+            self.assertAllClose(ga, gb)
+
+    def test_rejects_unsupported_conv_options(self):
+        with self.assertRaisesRegex(ValueError, "Received: groups=2"):
+            layers.Conv2D(4, 3, groups=2)
+
+    def test_marked_capable(self):
+        self.assertTrue(layers.supports_parameter_gradient_scaling(layers.Dense(1)))
+        self.assertFalse(layers.supports_parameter_gradient_scaling(keras.layers.Dense(1)))
+
+
+class SpectralNormTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.parameters(*LAYERS)
+    def test_gradient_is_autodiff_of_normalized_kernel_with_fixed_u_v(self, name):
+        ours_fn, keras_fn, shape = LAYERS[name]
+        layer = build(ours_fn(spectral_norm=True), shape)
+        reference = build(keras_fn(), shape)
+        kernel = layer.kernel.numpy().astype("float64")
+        u, v = fixed_singular_vectors(kernel, layer.sn_u.numpy().astype("float64"))
+        x = tf.random.normal(shape)
+        with tf.GradientTape() as tape:
+            out = layer(x, training=True)
+            loss = tf.reduce_sum(out * tf.sin(out))
+        grad = tape.gradient(loss, layer.kernel)
+
+        kernel_var = tf.Variable(kernel.astype("float32"))
+        with tf.GradientTape() as ref_tape:
+            w = tf.reshape(kernel_var, [-1, kernel.shape[-1]])
+            sigma = tf.tensordot(tf.constant(v, tf.float32), tf.linalg.matvec(w, tf.constant(u, tf.float32)), 1)
+            reference.kernel.assign(kernel_var / sigma)  # forward value only; gradient taken below
+            normalized = kernel_var / sigma
+        reference.bias.assign(layer.bias)
+        with ref_tape:
+            ref_out = reference.convolution_op(x, normalized) + reference.bias if name == "conv" else tf.matmul(x, normalized) + reference.bias
+            ref_out = reference.activation(ref_out)
+            ref_loss = tf.reduce_sum(ref_out * tf.sin(ref_out))
+        self.assertAllClose(out, ref_out, rtol=1e-5, atol=1e-6)
+        self.assertAllClose(grad, ref_tape.gradient(ref_loss, kernel_var), rtol=1e-4, atol=1e-6)
+        self.assertAllClose(layer.sn_u, u, rtol=1e-5, atol=1e-6)
+
+    def test_u_updates_only_in_training(self):
+        layer = build(layers.Dense(3, spectral_norm=True), [2, 5])
+        x = tf.ones([2, 5])
+        before = layer.sn_u.numpy()
+        layer(x, training=False)
+        self.assertAllEqual(layer.sn_u, before)
+        layer(x, training=True)
+        self.assertNotAllClose(layer.sn_u, before)
+
+    def test_power_iteration_converges_to_largest_singular_value(self):
+        layer = build(layers.Dense(4, spectral_norm=True, use_bias=False), [1, 6])
+        for _ in range(100):
+            layer(tf.ones([1, 6]), training=True)
+        normalized = layer._normalized_kernel(training=False).numpy()
+        self.assertAllClose(np.linalg.svd(normalized, compute_uv=False)[0], 1.0, atol=1e-4)
+
+    def test_gradients_flow_through_sigma_in_the_scaled_path(self):
+        layer = build(layers.Dense(2, spectral_norm=True), [3, 4])
+        x = tf.random.normal([3, 4])
+        state = layer.sn_u.numpy()
+        with tf.GradientTape() as plain_tape:
+            plain = tf.reduce_sum(tf.square(layer(x, training=True)))
+        layer.sn_u.assign(state)
+        with ops.parameter_gradient_scaling() as holder:
+            with tf.GradientTape() as tape:
+                scaled = tf.reduce_sum(tf.square(layer(x, training=True)))
+        holder.set(tf.ones([3]))
+        self.assertAllClose(tape.gradient(scaled, layer.kernel), plain_tape.gradient(plain, layer.kernel))
+
+
+class SerializationTest(tf.test.TestCase):
+    def test_get_config_round_trip(self):
+        for layer in (layers.Dense(3, spectral_norm=True, activation="tanh"), layers.Conv2D(2, 3, spectral_norm=True, padding="same")):
+            clone = type(layer).from_config(layer.get_config())
+            self.assertEqual(clone.get_config(), layer.get_config())
+            self.assertTrue(clone.spectral_norm)
+
+    def test_model_save_and_load(self):
+        model = keras.Sequential([keras.Input((6, 6, 1)), layers.Conv2D(2, 3, spectral_norm=True), keras.layers.Flatten(), layers.Dense(1)])
+        model(tf.ones([1, 6, 6, 1]), training=True)
+        path = self.get_temp_dir() + "/d.keras"
+        model.save(path)
+        loaded = keras.models.load_model(path)
+        x = tf.random.normal([2, 6, 6, 1])
+        self.assertAllClose(loaded(x), model(x))
+        self.assertAllClose(loaded.layers[0].sn_u, model.layers[0].sn_u)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,77 @@
+"""Tiny networks and helpers shared by the tests (8x8 images, a few channels)."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_fusedprop import layers as fp_layers
+
+LATENT = 4
+IMAGE = (8, 8, 3)
+
+
+def tiny_generator(dtype="float32", batch_norm=True):
+    """Dense -> [BatchNorm] -> ReLU -> Dense -> tanh -> 8x8x3; BatchNorm exercises G's state."""
+    inner = [keras.layers.Dense(16, dtype=dtype)]
+    if batch_norm:
+        inner.append(keras.layers.BatchNormalization(dtype=dtype))
+    return keras.Sequential(
+        [keras.Input((LATENT,), dtype=dtype)]
+        + inner
+        + [
+            keras.layers.ReLU(dtype=dtype),
+            keras.layers.Dense(int(np.prod(IMAGE)), activation="tanh", dtype=dtype),
+            keras.layers.Reshape(IMAGE, dtype=dtype),
+        ],
+        name="generator",
+    )
+
+
+def tiny_discriminator(dtype="float32", spectral_norm=False, extra=None):
+    """Conv2D(s2, same) -> Conv2D(valid) -> Dense: a conv D built from tf_fusedprop.layers."""
+    extra = [] if extra is None else extra
+    return keras.Sequential(
+        [
+            keras.Input(IMAGE, dtype=dtype),
+            fp_layers.Conv2D(4, 3, strides=2, padding="same", spectral_norm=spectral_norm, dtype=dtype),
+            keras.layers.LeakyReLU(0.1, dtype=dtype),
+            fp_layers.Conv2D(4, 3, padding="valid", spectral_norm=spectral_norm, dtype=dtype),
+            keras.layers.LeakyReLU(0.1, dtype=dtype),
+            keras.layers.Flatten(dtype=dtype),
+        ]
+        + extra
+        + [fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=dtype)],
+        name="discriminator",
+    )
+
+
+def tiny_pair(seed=0, dtype="float32", spectral_norm=False):
+    """A (generator, discriminator) pair with deterministic weights."""
+    keras.utils.set_random_seed(seed)
+    return tiny_generator(dtype), tiny_discriminator(dtype, spectral_norm)
+
+
+def tiny_batch(n=6, seed=1, dtype="float32"):
+    """(real, z): real images in [-1, 1] and latents, batch `n`."""
+    rng = np.random.default_rng(seed)
+    real = rng.uniform(-1, 1, size=(n,) + IMAGE).astype(dtype)
+    z = rng.normal(size=(n, LATENT)).astype(dtype)
+    return tf.constant(real), tf.constant(z)
+
+
+class StateSnapshot:
+    """Saves and restores a model's non-trainable variables (spectral-norm u, BN statistics)."""
+
+    def __init__(self, *models):
+        self._vars = [v for m in models for v in m.non_trainable_variables]
+        self._values = [v.numpy() for v in self._vars]
+
+    def restore(self):
+        for v, value in zip(self._vars, self._values):
+            v.assign(value)
+
+
+def max_relative_difference(actual, expected):
+    """max |a - e| over all tensors, divided by max |e| over all tensors."""
+    scale = max(float(np.max(np.abs(e))) for e in expected)
+    return max(float(np.max(np.abs(np.asarray(a) - np.asarray(e)))) for a, e in zip(actual, expected)) / scale

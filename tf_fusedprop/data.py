@@ -1,0 +1,330 @@
+"""tf.data pipelines of real samples for GAN training.
+
+Every pipeline returns a `tf.data.Dataset` whose elements are *batches* of real samples:
+float32, a fixed leading batch axis (`drop_remainder=True`), shuffled deterministically from
+`seed`, repeated indefinitely unless `repeat=False`, and prefetched.
+
+| name     | element shape              | range     | source                                      |
+|----------|----------------------------|-----------|---------------------------------------------|
+| cifar10  | `[batch, 32, 32, 3]`       | [-1, 1]   | TFDS `cifar10` (must be prepared offline)   |
+| digits   | `[batch, s, s, 1]`         | [-1, 1]   | scikit-learn `load_digits` (ships with it)  |
+| ring8    | `[batch, 2]`               | R^2       | 8 Gaussians on a circle (Metz et al. 2017)  |
+| grid25   | `[batch, 2]`               | R^2       | 5x5 grid of Gaussians (Metz et al. 2017)    |
+
+`get(name, batch_size, **kwargs)` dispatches by name. The ground truth of the 2-D mixtures
+(centers and standard deviation, used to score mode coverage) is `mixture_spec(name)`.
+
+TensorFlow Datasets and scikit-learn are imported lazily, so the toy pipelines do not pay
+for importing them.
+"""
+
+import math
+import numbers
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = [
+    "DatasetUnavailableError",
+    "GRID25_STD",
+    "RING8_STD",
+    "cifar10",
+    "digits",
+    "digits_array",
+    "gaussian_mixture",
+    "get",
+    "grid25",
+    "grid25_centers",
+    "mixture_spec",
+    "names",
+    "ring8",
+    "ring8_centers",
+]
+
+#: Standard deviation of each mode of the 8-Gaussian ring (Metz et al. 2017, Unrolled GANs).
+RING8_STD = 0.02
+#: Standard deviation of each mode of the 5x5 Gaussian grid (Metz et al. 2017).
+GRID25_STD = 0.05
+
+_SHUFFLE_BUFFER = 10_000
+
+
+class DatasetUnavailableError(ValueError):
+    """A dataset's files are not available locally and will not be downloaded."""
+
+
+def _check_batch_size(batch_size):
+    if (
+        not isinstance(batch_size, numbers.Integral)
+        or isinstance(batch_size, bool)
+        or batch_size <= 0
+    ):
+        raise ValueError(
+            f"batch_size must be a positive int. Received: batch_size={batch_size!r} "
+            f"(type {type(batch_size).__name__})"
+        )
+    return int(batch_size)
+
+
+def _finish(ds, batch_size, seed, repeat, shuffle_buffer):
+    """Shuffles (seeded, reshuffled every epoch), repeats, batches (dropping the remainder) and
+    prefetches a dataset of single samples."""
+    ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+# --------------------------------------------------------------------------------------------
+# CIFAR-10 (TensorFlow Datasets)
+# --------------------------------------------------------------------------------------------
+
+
+def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=False):
+    """CIFAR-10 images from TensorFlow Datasets, scaled to [-1, 1].
+
+    Source: `tfds.load("cifar10")` (Krizhevsky 2009; 50,000 train / 10,000 test images,
+    32x32 RGB, uint8). Labels are dropped. Each uint8 value `v` becomes `v / 127.5 - 1`.
+
+    The data must already be prepared in `data_dir`: by default nothing is downloaded (the
+    training machines have no internet). Prepare it elsewhere with
+    `tfds build cifar10 --data_dir=DIR`, copy `DIR`, and pass it as `data_dir`
+    (`--config.data_dir=DIR` in `train.py`).
+
+    Args:
+      batch_size: positive int, the leading axis of every element.
+      split: a TFDS split string, e.g. `"train"`, `"test"`, `"train[:10%]"`.
+      data_dir: the TFDS data directory; `None` uses TFDS's default (`$TFDS_DATA_DIR` or
+        `~/tensorflow_datasets`).
+      seed: seed of the file order and of the shuffle buffer.
+      repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
+      download: let TFDS download and prepare the data if missing (needs internet).
+
+    Returns:
+      A dataset of float32 tensors of shape `[batch_size, 32, 32, 3]` in [-1, 1].
+
+    Raises:
+      DatasetUnavailableError: the prepared data is not found (or the download failed).
+      ValueError: `batch_size` is not a positive int.
+    """
+    batch_size = _check_batch_size(batch_size)
+    import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
+
+    try:
+        ds = tfds.load(
+            "cifar10",
+            split=split,
+            data_dir=data_dir,
+            as_supervised=False,
+            download=download,
+            shuffle_files=True,
+            read_config=tfds.ReadConfig(shuffle_seed=seed),
+        )
+    except (AssertionError, tfds.core.registered.DatasetNotFoundError) as err:
+        raise _cifar10_unavailable(data_dir, err, tfds) from err
+    except Exception as err:  # Any download or preparation failure.
+        if not download:
+            raise
+        raise _cifar10_unavailable(data_dir, err, tfds) from err
+
+    def to_float(example):
+        return tf.cast(example["image"], tf.float32) / 127.5 - 1.0
+
+    ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
+    return _finish(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
+
+
+def _cifar10_unavailable(data_dir, err, tfds):
+    where = data_dir if data_dir is not None else f"None (TFDS default {tfds.core.constants.DATA_DIR})"
+    return DatasetUnavailableError(
+        f"CIFAR-10 is not available offline: no prepared TFDS dataset 'cifar10' in "
+        f"data_dir={where} ({type(err).__name__}). Run `tfds build cifar10 --data_dir=DIR` on a "
+        "machine with internet, copy DIR here and pass it as data_dir (--config.data_dir=DIR)."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Handwritten digits (scikit-learn)
+# --------------------------------------------------------------------------------------------
+
+
+def digits_array(image_size=16):
+    """All 1,797 handwritten digits of scikit-learn as one array, scaled to [-1, 1].
+
+    Source: `sklearn.datasets.load_digits` (UCI optical digits, 8x8 images with integer values
+    0..16, shipped inside scikit-learn, so available offline). Each value `v` becomes
+    `v / 8 - 1`; images are resized to `image_size` with bilinear `tf.image.resize` and
+    clipped to [-1, 1]. Used for training and for the reference statistics of metrics.
+
+    Args:
+      image_size: positive int, the output height and width (8 keeps the originals).
+
+    Returns:
+      A float32 numpy array of shape `[1797, image_size, image_size, 1]` in [-1, 1].
+    """
+    if not isinstance(image_size, numbers.Integral) or isinstance(image_size, bool) or image_size <= 0:
+        raise ValueError(f"image_size must be a positive int. Received: image_size={image_size!r}")
+    from sklearn.datasets import load_digits  # Lazy: only the digits pipelines need it.
+
+    images = load_digits().images.astype(np.float32)[..., None] / 8.0 - 1.0
+    if image_size != images.shape[1]:
+        images = tf.image.resize(images, [image_size, image_size], method="bilinear").numpy()
+    return np.clip(images, -1.0, 1.0).astype(np.float32)
+
+
+def digits(batch_size, image_size=16, seed=0, repeat=True):
+    """scikit-learn's handwritten digits as a batched pipeline (see `digits_array`).
+
+    The whole set (1,797 images) is shuffled with a full buffer; one pass (`repeat=False`)
+    yields `1797 // batch_size` batches.
+
+    Args:
+      batch_size: positive int, the leading axis of every element.
+      image_size: positive int, the output height and width.
+      seed: seed of the shuffle.
+      repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
+
+    Returns:
+      A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1].
+    """
+    batch_size = _check_batch_size(batch_size)
+    images = digits_array(image_size)
+    ds = tf.data.Dataset.from_tensor_slices(images)
+    return _finish(ds, batch_size, seed, repeat, len(images))
+
+
+# --------------------------------------------------------------------------------------------
+# 2-D Gaussian mixtures (Metz et al. 2017, "Unrolled Generative Adversarial Networks")
+# --------------------------------------------------------------------------------------------
+
+
+def ring8_centers(radius=2.0):
+    """The 8 modes of the ring: `radius * (cos(2 pi k / 8), sin(2 pi k / 8))`, k = 0..7.
+
+    Returns:
+      A float32 numpy array of shape `[8, 2]`.
+    """
+    angles = 2.0 * math.pi * np.arange(8) / 8.0
+    return (radius * np.stack([np.cos(angles), np.sin(angles)], axis=1)).astype(np.float32)
+
+
+def grid25_centers(spacing=2.0):
+    """The 25 modes of the grid: all `(i, j) * spacing` for i, j in -2..2 (-4..4 by default).
+
+    Returns:
+      A float32 numpy array of shape `[25, 2]`, row-major (x varies slowest).
+    """
+    ticks = spacing * np.arange(-2, 3, dtype=np.float64)
+    xs, ys = np.meshgrid(ticks, ticks, indexing="ij")
+    return np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.float32)
+
+
+def gaussian_mixture(centers, std, batch_size, seed=0, repeat=True, *, num_samples=10_000):
+    """Samples of an isotropic Gaussian mixture with equally likely modes.
+
+    Batch `i` is drawn with stateless random ops keyed on `(seed, i)`, so the stream is fully
+    determined by `seed` and each batch is fresh (no sample is ever repeated).
+
+    Args:
+      centers: `[num_modes, dim]` array of mode centers.
+      std: positive float, the standard deviation of every mode along every axis.
+      batch_size: positive int, the leading axis of every element.
+      seed: int seed of the stream.
+      repeat: `True`: an infinite stream. `False`: a finite set of `num_samples // batch_size`
+        batches (e.g. for evaluation).
+      num_samples: number of samples when `repeat=False`; ignored otherwise.
+
+    Returns:
+      A dataset of float32 tensors of shape `[batch_size, dim]`.
+    """
+    batch_size = _check_batch_size(batch_size)
+    centers = tf.constant(np.asarray(centers, dtype=np.float32))
+    if centers.shape.rank != 2 or centers.shape[0] == 0:
+        raise ValueError(f"centers must have shape [num_modes, dim]. Received: shape {centers.shape}")
+    if not std > 0:
+        raise ValueError(f"std must be positive. Received: std={std!r}")
+    num_modes, dim = centers.shape
+
+    def sample(index):
+        keys = tf.random.experimental.stateless_split(tf.stack([tf.cast(seed, tf.int64), index]))
+        mode_key, noise_key = keys[0], keys[1]
+        modes = tf.random.stateless_uniform([batch_size], mode_key, maxval=num_modes, dtype=tf.int32)
+        noise = tf.random.stateless_normal([batch_size, dim], noise_key)
+        return tf.gather(centers, modes) + std * noise
+
+    ds = tf.data.Dataset.counter() if repeat else tf.data.Dataset.range(num_samples // batch_size)
+    return ds.map(sample, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def ring8(batch_size, radius=2.0, std=RING8_STD, seed=0, repeat=True, **kwargs):
+    """8 Gaussians on a circle of `radius` 2, std 0.02 (Metz et al. 2017).
+
+    Returns:
+      A dataset of float32 tensors of shape `[batch_size, 2]` (see `gaussian_mixture`; extra
+      keyword arguments go to it). The ground truth is `mixture_spec("ring8", ...)`.
+    """
+    return gaussian_mixture(ring8_centers(radius), std, batch_size, seed, repeat, **kwargs)
+
+
+def grid25(batch_size, spacing=2.0, std=GRID25_STD, seed=0, repeat=True, **kwargs):
+    """25 Gaussians on a 5x5 grid at -4, -2, 0, 2, 4, std 0.05 (Metz et al. 2017).
+
+    Returns:
+      A dataset of float32 tensors of shape `[batch_size, 2]` (see `gaussian_mixture`; extra
+      keyword arguments go to it). The ground truth is `mixture_spec("grid25", ...)`.
+    """
+    return gaussian_mixture(grid25_centers(spacing), std, batch_size, seed, repeat, **kwargs)
+
+
+_MIXTURES = {
+    "ring8": (ring8_centers, RING8_STD),
+    "grid25": (grid25_centers, GRID25_STD),
+}
+
+
+def mixture_spec(name, std=None, **geometry):
+    """The ground truth of a named 2-D mixture, for mode-coverage metrics.
+
+    Args:
+      name: `"ring8"` or `"grid25"`.
+      std: the per-mode standard deviation; `None` for the paper's default.
+      **geometry: `radius=` for ring8 or `spacing=` for grid25 (as passed to the pipeline).
+
+    Returns:
+      `(centers, std)`: a float32 `[num_modes, 2]` numpy array and a float.
+    """
+    if name not in _MIXTURES:
+        raise ValueError(f"Unknown mixture. Expected one of {sorted(_MIXTURES)}. Received: name={name!r}")
+    centers_fn, default_std = _MIXTURES[name]
+    return centers_fn(**geometry), float(default_std if std is None else std)
+
+
+# --------------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------------
+
+_REGISTRY = {"cifar10": cifar10, "digits": digits, "ring8": ring8, "grid25": grid25}
+
+
+def names():
+    """The dataset names accepted by `get`, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get(name, batch_size, **kwargs):
+    """The pipeline registered under `name`, called as `fn(batch_size, **kwargs)`.
+
+    Args:
+      name: one of `names()`: "cifar10", "digits", "grid25", "ring8".
+      batch_size: positive int.
+      **kwargs: keyword arguments of that pipeline (e.g. `data_dir=`, `image_size=`, `seed=`).
+
+    Returns:
+      A `tf.data.Dataset` of float32 batches with leading axis `batch_size`.
+
+    Raises:
+      ValueError: unknown `name`, or `batch_size` not a positive int.
+    """
+    if name not in _REGISTRY:
+        raise ValueError(f"Unknown dataset. Expected one of {names()}. Received: name={name!r}")
+    return _REGISTRY[name](_check_batch_size(batch_size), **kwargs)

@@ -1,0 +1,83 @@
+"""The standard CNN generator and discriminator of SNGAN for 32x32 images.
+
+Follows Miyato et al., "Spectral Normalization for Generative Adversarial Networks" (ICLR 2018),
+Table 3 (a) and (b), the "CNN" rows of the FusedProp paper's Table 2 (CIFAR-10).
+"""
+
+import keras
+
+from tf_fusedprop import layers as fp_layers
+
+__all__ = ["cnn_generator", "cnn_discriminator"]
+
+# (kernel size, stride, channel multiplier of `width`) of each discriminator convolution.
+_DISCRIMINATOR_CONVS = ((3, 1, 1), (4, 2, 1), (3, 1, 2), (4, 2, 2), (3, 1, 4), (4, 2, 4), (3, 1, 8))
+
+
+def _input_dtype(dtype):
+    """The dtype of a model's `keras.Input` for a layer `dtype` (a policy's variable dtype)."""
+    return None if dtype is None else keras.DTypePolicy(dtype).variable_dtype
+
+
+def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None):
+    """SNGAN's CNN generator (Miyato et al. 2018, Table 3 (a)).
+
+    `z -> Dense(bottom*bottom*width) -> BN -> ReLU`, then three 4x4 stride-2 transposed
+    convolutions with `width/2, width/4, width/8` filters, each followed by BN and ReLU, then a
+    3x3 convolution to `channels` and tanh. Plain Keras layers (G may use BatchNormalization).
+
+    Args:
+      latent_dim: size of the latent vector z.
+      width: channels at the bottom (512 in the paper); a multiple of 8.
+      channels: output image channels.
+      bottom: spatial size after the Dense layer; images are `8 * bottom` pixels square.
+      dtype: dtype or dtype policy of every layer (e.g. "mixed_bfloat16"); None for the default.
+
+    Returns:
+      A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents to
+      `(batch, 8*bottom, 8*bottom, channels)` images in [-1, 1].
+    """
+    if width < 8 or width % 8:
+        raise ValueError(f"cnn_generator needs width to be a positive multiple of 8. Received: width={width}.")
+    z = keras.Input((latent_dim,), dtype=_input_dtype(dtype), name="z")
+    x = keras.layers.Dense(bottom * bottom * width, dtype=dtype)(z)
+    x = keras.layers.Reshape((bottom, bottom, width), dtype=dtype)(x)
+    x = keras.layers.BatchNormalization(dtype=dtype)(x)
+    x = keras.layers.ReLU(dtype=dtype)(x)
+    for divisor in (2, 4, 8):
+        x = keras.layers.Conv2DTranspose(width // divisor, 4, strides=2, padding="same", dtype=dtype)(x)
+        x = keras.layers.BatchNormalization(dtype=dtype)(x)
+        x = keras.layers.ReLU(dtype=dtype)(x)
+    x = keras.layers.Conv2D(channels, 3, padding="same", activation="tanh", dtype=dtype)(x)
+    return keras.Model(z, x, name="generator")
+
+
+def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dtype=None):
+    """SNGAN's CNN discriminator (Miyato et al. 2018, Table 3 (b)).
+
+    Seven convolutions, each followed by LeakyReLU(0.1): 3x3 s1 `width`, 4x4 s2 `width`,
+    3x3 s1 `2*width`, 4x4 s2 `2*width`, 3x3 s1 `4*width`, 4x4 s2 `4*width`, 3x3 s1 `8*width`
+    (64 ... 512 in the paper), then Flatten and Dense(1). Every trainable layer is a
+    `tf_fusedprop.layers` Conv2D/Dense and there is no normalization layer, so all training
+    forms (including "inverse" and "adaptive") apply.
+
+    Args:
+      input_shape: `(height, width, channels)` of the images; height and width divisible by 8.
+      width: channels of the first convolution (64 in the paper).
+      spectral_norm: whether every layer is spectrally normalized (SNGAN semantics).
+      dtype: dtype or dtype policy of every layer; None for the default.
+
+    Returns:
+      A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images to
+      `(batch, 1)` raw logits.
+    """
+    x = inputs = keras.Input(input_shape, dtype=_input_dtype(dtype), name="images")
+    for kernel_size, strides, multiplier in _DISCRIMINATOR_CONVS:
+        x = fp_layers.Conv2D(
+            multiplier * width, kernel_size, strides=strides, padding="same",
+            spectral_norm=spectral_norm, dtype=dtype,
+        )(x)
+        x = keras.layers.LeakyReLU(0.1, dtype=dtype)(x)
+    x = keras.layers.Flatten(dtype=dtype)(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=dtype)(x)
+    return keras.Model(inputs, x, name="discriminator")

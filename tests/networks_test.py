@@ -96,12 +96,15 @@ def test_single_pass_forms_match_simultaneous(name, form, spectral_norm):
         assert testing_utils.max_relative_difference(a, e) < 1e-5
 
 
-def test_float64_pass_through():
-    generator, discriminator = tiny_pair("sngan_resnet", dtype="float64")
-    real, z = batch("sngan_resnet", generator, dtype="float64")
+@pytest.mark.parametrize("dtype,sample_dtype", [("float64", tf.float64), ("mixed_bfloat16", tf.bfloat16)])
+def test_dtype_pass_through(dtype, sample_dtype):
+    generator, discriminator = tiny_pair("sngan_cnn", dtype=dtype)
+    real, z = batch("sngan_cnn", generator, dtype=generator.input.dtype)
     fake = generator(z, training=True)
-    assert fake.dtype == tf.float64
-    assert discriminator(fake, training=True).dtype == tf.float64
+    assert fake.dtype == sample_dtype
+    assert discriminator(fake, training=True).dtype == generator.input.dtype
+    d_grads, g_grads = compute_gradients(generator, discriminator, real, z, "nonsaturating", "inverse")
+    assert all(np.all(np.isfinite(g)) for g in d_grads + g_grads)
 
 
 def test_resnet_discriminator_from_config_computes_the_same():

@@ -23,7 +23,7 @@ from tf_fusedprop import layers as fp_layers
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import ops
 
-__all__ = ["StepResult", "compute_gradients", "simgd_step", "check_discriminator"]
+__all__ = ["StepResult", "check_discriminator", "compute_gradients", "discriminator_logits", "simgd_step"]
 
 SINGLE_PASS_FORMS = ("fused", "inverse", "adaptive")
 
@@ -70,7 +70,8 @@ def check_discriminator(discriminator, form):
             )
 
 
-def _logits(discriminator, x):
+def discriminator_logits(discriminator, x):
+    """D's training-mode output as a `[batch]` vector, cast up to float32 if narrower."""
     y = tf.reshape(discriminator(x, training=True), [-1])
     # Loss and factor arithmetic stays at least float32 under mixed precision.
     return tf.cast(y, tf.float32) if y.dtype.size < 4 else y
@@ -97,7 +98,7 @@ def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fu
     if form == "simultaneous":
         with tf.GradientTape(persistent=True) as tape:
             fake = generator(z, training=True)
-            logits = _logits(discriminator, tf.concat([real, tf.cast(fake, real.dtype)], axis=0))
+            logits = discriminator_logits(discriminator, tf.concat([real, tf.cast(fake, real.dtype)], axis=0))
             real_logits, fake_logits = logits[:n], logits[n:]
             d_loss = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(loss.d_fake(fake_logits))
             g_loss = tf.reduce_mean(loss.g(fake_logits))
@@ -127,10 +128,10 @@ def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fu
             fake = ops.scale_gradient(fake, fake_input_scale)
         x = tf.concat([real, tf.cast(fake, real.dtype)], axis=0)
         if form == "fused":
-            logits = _logits(discriminator, x)
+            logits = discriminator_logits(discriminator, x)
         else:
             with ops.parameter_gradient_scaling() as holder:
-                logits = _logits(discriminator, x)
+                logits = discriminator_logits(discriminator, x)
             holder.set(d_parameter_scale)
         real_logits, fake_logits = logits[:n], logits[n:]
         y = tf.stop_gradient(fake_logits)

@@ -45,15 +45,18 @@ class _SpectralNormMixin:
         kernel = self.kernel
         if not self.spectral_norm:
             return kernel
-        out_dim = kernel.shape[-1]
-        w = tf.reshape(kernel, [-1, out_dim])
+        # The power iteration runs at least in float32: under a mixed policy the kernel read
+        # here is bfloat16, and u would otherwise accumulate bf16 rounding step after step.
+        w = tf.reshape(kernel, [-1, kernel.shape[-1]])
+        if w.dtype.size < 4:
+            w = tf.cast(w, tf.float32)
         u = tf.cast(self.sn_u, w.dtype)
         v = tf.stop_gradient(tf.math.l2_normalize(tf.linalg.matvec(w, u)))
         u = tf.stop_gradient(tf.math.l2_normalize(tf.linalg.matvec(w, v, transpose_a=True)))
         sigma = tf.tensordot(v, tf.linalg.matvec(w, u), axes=1)
         if training:
             self.sn_u.assign(tf.cast(u, self.sn_u.dtype))
-        return kernel / sigma
+        return kernel / tf.cast(sigma, kernel.dtype)
 
     # Keras's Dense/Conv save exactly kernel and bias; the power-iteration state must survive
     # a save/load too, or a reloaded D would restart its spectral-norm estimate.

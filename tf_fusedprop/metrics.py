@@ -312,10 +312,10 @@ class DigitsClassifier:
     #: Bump when the architecture, data or training recipe changes: it is part of cache names.
     VERSION = 1
 
-    def __init__(self, model, image_size, trained=False):
-        """Wraps a trained digits model; use `train` or `load_or_train` to make one."""
+    def __init__(self, model, trained=False):
+        """Wraps a trained digits model (as built by `train`); use `train` or `load_or_train`."""
         self.model = model
-        self.image_size = int(image_size)
+        self.image_size = int(model.input.shape[1])
         self.trained = trained
         self._heads = keras.Model(
             model.input, [model.get_layer(self.FEATURES_LAYER).output, model.get_layer(self.LOGITS_LAYER).output]
@@ -362,7 +362,7 @@ class DigitsClassifier:
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         )
         model.fit(x_train, y_train, batch_size=64, epochs=epochs, shuffle=True, verbose=0)
-        return cls(model, image_size, trained=True)
+        return cls(model, trained=True)
 
     @classmethod
     def load_or_train(cls, cache_dir, image_size=16, seed=0):
@@ -382,7 +382,7 @@ class DigitsClassifier:
         os.makedirs(cache_dir, exist_ok=True)
         path = os.path.join(cache_dir, f"digits_classifier_{image_size}px_seed{seed}_v{cls.VERSION}.keras")
         if os.path.exists(path):
-            return cls(keras.saving.load_model(path, compile=False), image_size, trained=False)
+            return cls(keras.saving.load_model(path, compile=False), trained=False)
         classifier = cls.train(image_size=image_size, seed=seed)
         tmp_path = f"{path[: -len('.keras')]}.tmp{os.getpid()}.keras"
         classifier.model.save(tmp_path)
@@ -457,14 +457,17 @@ class InceptionFeatures:
         """
         path = os.fspath(path_or_url)
         if path.startswith(("http://", "https://")):
-            raise self._unavailable(path_or_url, "a URL, and this package downloads nothing")
+            raise self._unavailable(path_or_url, "is a URL, and this package downloads nothing")
         if not tf.io.gfile.exists(path):
             raise self._unavailable(path_or_url, "does not exist")
         try:
             self._module = tf.saved_model.load(path)
         except Exception as err:  # Any load failure: not a SavedModel, corrupt, wrong format.
-            reason = " ".join(str(err).split())[:150]
-            raise self._unavailable(path_or_url, f"could not be loaded as a SavedModel ({type(err).__name__}: {reason})") from err
+            cause = " ".join(str(err).split())[:150]  # One line.
+            reason = f"could not be loaded as a SavedModel ({type(err).__name__}: {cause})"
+            raise self._unavailable(path_or_url, reason) from err
+        if not callable(self._module):
+            raise self._unavailable(path_or_url, "loads, but is not callable as module(images)")
         self.path = path
         self.features_key, self.logits_key = features_key, logits_key
 
@@ -472,7 +475,7 @@ class InceptionFeatures:
     def _unavailable(cls, path_or_url, reason):
         return InceptionModuleUnavailableError(
             f"InceptionFeatures needs the TF-GAN Inception module as a local SavedModel directory; "
-            f"received path_or_url={str(path_or_url)!r}, which is {reason}. Download {cls.MODULE_URL} "
+            f"received path_or_url={str(path_or_url)!r}, which {reason}. Download {cls.MODULE_URL} "
             "(append ?tf-hub-format=compressed for a .tar.gz) on a machine with internet, extract it, "
             "and pass its local directory."
         )
@@ -492,7 +495,9 @@ class InceptionFeatures:
             outputs = self._module(batch)
             missing = {self.features_key, self.logits_key} - set(outputs)
             if missing:
-                raise ValueError(f"The Inception module's outputs lack {sorted(missing)}. Received keys: {sorted(outputs)}")
+                raise ValueError(
+                    f"The Inception module's outputs lack {sorted(missing)}. Received keys: {sorted(outputs)}"
+                )
             flat = lambda t: tf.reshape(t, [tf.shape(t)[0], -1]).numpy()
             return flat(outputs[self.features_key]), flat(outputs[self.logits_key])
 
@@ -550,7 +555,9 @@ def reference_statistics(extractor, images, cache_path, batch_size=256):
         with np.load(cache_path) as cached:
             return cached["mu"], cached["sigma"]
     if images is None:
-        raise ValueError(f"No cached statistics at cache_path={cache_path!r}, and images is None: pass the real images.")
+        raise ValueError(
+            f"No cached statistics at cache_path={cache_path!r}, and images is None: pass the real images."
+        )
     mu, sigma = activation_statistics(extractor.features(images, batch_size=batch_size))
     os.makedirs(os.path.dirname(os.path.abspath(cache_path)), exist_ok=True)
     tmp_path = f"{cache_path}.tmp{os.getpid()}"

@@ -4,7 +4,7 @@ MLPs for 2-D toy distributions (Gaussian mixtures)."""
 import keras
 
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.networks.sngan import _input_dtype
+from tf_fusedprop.networks.sngan import _variable_dtype
 
 __all__ = ["digits_generator", "digits_discriminator", "mlp_generator", "mlp_discriminator"]
 
@@ -33,7 +33,7 @@ def digits_generator(latent_dim=32, image_size=16, channels=1, width=32, dtype=N
     """
     _check_image_size(image_size)
     bottom = image_size // 4
-    z = keras.Input((latent_dim,), dtype=_input_dtype(dtype), name="z")
+    z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
     x = keras.layers.Dense(bottom * bottom * 2 * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, 2 * width), dtype=dtype)(x)
     x = keras.layers.BatchNormalization(dtype=dtype)(x)
@@ -57,19 +57,20 @@ def digits_discriminator(image_size=16, channels=1, width=32, spectral_norm=True
       channels: input image channels.
       width: filters of the first convolution (the second has `2 * width`).
       spectral_norm: whether every layer is spectrally normalized (SNGAN semantics).
-      dtype: dtype or dtype policy of every layer; None for the default.
+      dtype: dtype or dtype policy of the layers; the last Dense computes in the policy's
+        variable dtype, so logits stay float32 under mixed precision. None for the default.
 
     Returns:
       A `keras.Model` named "discriminator" mapping `(batch, image_size, image_size, channels)`
       images to `(batch, 1)` raw logits.
     """
     _check_image_size(image_size)
-    x = inputs = keras.Input((image_size, image_size, channels), dtype=_input_dtype(dtype), name="images")
+    x = inputs = keras.Input((image_size, image_size, channels), dtype=_variable_dtype(dtype), name="images")
     for filters in (width, 2 * width):
         x = fp_layers.Conv2D(filters, 4, strides=2, padding="same", spectral_norm=spectral_norm, dtype=dtype)(x)
         x = keras.layers.LeakyReLU(0.2, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=dtype)(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")
 
 
@@ -89,7 +90,7 @@ def mlp_generator(latent_dim=2, output_dim=2, units=128, hidden_layers=3, output
       A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents to
       `(batch, output_dim)` samples (in [-1, 1] with the default tanh).
     """
-    x = z = keras.Input((latent_dim,), dtype=_input_dtype(dtype), name="z")
+    x = z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
     for _ in range(hidden_layers):
         x = keras.layers.Dense(units, activation="relu", dtype=dtype)(x)
     x = keras.layers.Dense(output_dim, activation=output_activation, dtype=dtype)(x)
@@ -108,15 +109,16 @@ def mlp_discriminator(input_dim=2, units=128, hidden_layers=3, spectral_norm=Fal
       units: width of every hidden layer.
       hidden_layers: number of hidden layers.
       spectral_norm: whether every layer is spectrally normalized (SNGAN semantics).
-      dtype: dtype or dtype policy of every layer; None for the default.
+      dtype: dtype or dtype policy of the layers; the last Dense computes in the policy's
+        variable dtype, so logits stay float32 under mixed precision. None for the default.
 
     Returns:
       A `keras.Model` named "discriminator" mapping `(batch, input_dim)` samples to `(batch, 1)`
       raw logits.
     """
-    x = inputs = keras.Input((input_dim,), dtype=_input_dtype(dtype), name="samples")
+    x = inputs = keras.Input((input_dim,), dtype=_variable_dtype(dtype), name="samples")
     for _ in range(hidden_layers):
         x = fp_layers.Dense(units, spectral_norm=spectral_norm, dtype=dtype)(x)
         x = keras.layers.LeakyReLU(0.2, dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=dtype)(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")

@@ -14,9 +14,14 @@ __all__ = ["cnn_generator", "cnn_discriminator"]
 _DISCRIMINATOR_CONVS = ((3, 1, 1), (4, 2, 1), (3, 1, 2), (4, 2, 2), (3, 1, 4), (4, 2, 4), (3, 1, 8))
 
 
-def _input_dtype(dtype):
-    """The dtype of a model's `keras.Input` for a layer `dtype` (a policy's variable dtype)."""
-    return None if dtype is None else keras.DTypePolicy(dtype).variable_dtype
+def _variable_dtype(dtype):
+    """The float dtype of the variables of dtype policy `dtype` (float32 for mixed policies).
+
+    Used for the models' inputs and for the discriminators' last Dense, so that logits keep
+    float32 precision under mixed precision.
+    """
+    policy = keras.config.dtype_policy() if dtype is None else keras.dtype_policies.get(dtype)
+    return policy.variable_dtype
 
 
 def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None):
@@ -39,7 +44,7 @@ def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None):
     """
     if width < 8 or width % 8:
         raise ValueError(f"cnn_generator needs width to be a positive multiple of 8. Received: width={width}.")
-    z = keras.Input((latent_dim,), dtype=_input_dtype(dtype), name="z")
+    z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
     x = keras.layers.Dense(bottom * bottom * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, width), dtype=dtype)(x)
     x = keras.layers.BatchNormalization(dtype=dtype)(x)
@@ -65,13 +70,14 @@ def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dty
       input_shape: `(height, width, channels)` of the images; height and width divisible by 8.
       width: channels of the first convolution (64 in the paper).
       spectral_norm: whether every layer is spectrally normalized (SNGAN semantics).
-      dtype: dtype or dtype policy of every layer; None for the default.
+      dtype: dtype or dtype policy of the layers; the last Dense computes in the policy's
+        variable dtype, so logits stay float32 under mixed precision. None for the default.
 
     Returns:
       A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images to
       `(batch, 1)` raw logits.
     """
-    x = inputs = keras.Input(input_shape, dtype=_input_dtype(dtype), name="images")
+    x = inputs = keras.Input(input_shape, dtype=_variable_dtype(dtype), name="images")
     for kernel_size, strides, multiplier in _DISCRIMINATOR_CONVS:
         x = fp_layers.Conv2D(
             multiplier * width, kernel_size, strides=strides, padding="same",
@@ -79,5 +85,5 @@ def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dty
         )(x)
         x = keras.layers.LeakyReLU(0.1, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=dtype)(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")

@@ -147,28 +147,34 @@ class FusedPropGAN(keras.Model):
         self._apply(self.g_optimizer, g_grads, self.generator)
         return means
 
+    def _d_step(self, real, z):
+        """Conventional D step: G runs forward only, D's loss is differentiated w.r.t. D."""
+        fake = tf.stop_gradient(self.generator(z, training=True))
+        with tf.GradientTape() as tape:
+            logits = gradients.discriminator_logits(self.discriminator, tf.concat([real, tf.cast(fake, real.dtype)], 0))
+            real_logits, fake_logits = tf.split(logits, 2)
+            d_loss = tf.reduce_mean(self.loss.d_real(real_logits)) + tf.reduce_mean(self.loss.d_fake(fake_logits))
+        grads = tape.gradient(d_loss, self.discriminator.trainable_variables)
+        return (grads,), (d_loss, tf.reduce_mean(real_logits), tf.reduce_mean(fake_logits))
+
+    def _g_step(self, z):
+        """Conventional G step: only G's variables are differentiated, so TF forms D's input
+        gradients but not its parameter gradients."""
+        with tf.GradientTape() as tape:
+            logits = gradients.discriminator_logits(self.discriminator, self.generator(z, training=True))
+            g_loss = tf.reduce_mean(self.loss.g(logits))
+        return (tape.gradient(g_loss, self.generator.trainable_variables),), (g_loss,)
+
     def _alternating_step(self, real):
-        def d_step(real, z):
-            fake = tf.stop_gradient(self.generator(z, training=True))
-            with tf.GradientTape() as tape:
-                logits = gradients.discriminator_logits(self.discriminator, tf.concat([real, tf.cast(fake, real.dtype)], 0))
-                real_logits, fake_logits = tf.split(logits, 2)
-                d_loss = tf.reduce_mean(self.loss.d_real(real_logits)) + tf.reduce_mean(self.loss.d_fake(fake_logits))
-            grads = tape.gradient(d_loss, self.discriminator.trainable_variables)
-            return (grads,), (d_loss, tf.reduce_mean(real_logits), tf.reduce_mean(fake_logits))
-
-        def g_step(z):
-            with tf.GradientTape() as tape:
-                g_loss = tf.reduce_mean(self.loss.g(gradients.discriminator_logits(self.discriminator, self.generator(z, training=True))))
-            return (tape.gradient(g_loss, self.generator.trainable_variables),), (g_loss,)
-
         n = tf.shape(real)[0]
         for _ in range(self.n_dis):
             (d_grads,), (d_loss, real_logit, fake_logit) = self._accumulate(
-                d_step, (real, self.sample_latents(n)), (self._d_accumulator,), num_means=3
+                self._d_step, (real, self.sample_latents(n)), (self._d_accumulator,), num_means=3
             )
             self._apply(self.d_optimizer, d_grads, self.discriminator)
-        (g_grads,), (g_loss,) = self._accumulate(g_step, (self.sample_latents(n),), (self._g_accumulator,), num_means=1)
+        (g_grads,), (g_loss,) = self._accumulate(
+            self._g_step, (self.sample_latents(n),), (self._g_accumulator,), num_means=1
+        )
         self._apply(self.g_optimizer, g_grads, self.generator)
         return d_loss, g_loss, real_logit, fake_logit
 

@@ -28,9 +28,26 @@ def supports_parameter_gradient_scaling(layer):
 
 
 class _SpectralNormMixin:
-    """Adds `spectral_norm` (SNGAN semantics) and the scaling-aware kernel to a Keras layer."""
+    """Adds `spectral_norm` (SNGAN semantics) and per-sample parameter-gradient scaling to a
+    Keras layer; the layer supplies `_affine(inputs, kernel, holder)` (without activation)."""
 
     _supports_parameter_gradient_scaling = True
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_spectral_norm(self.kernel.shape[-1])
+
+    def call(self, inputs, training=None):
+        holder = ops.active_parameter_gradient_scale()
+        if holder is None and not self.spectral_norm:
+            return super().call(inputs)
+        x = self._affine(inputs, self._normalized_kernel(training), holder)
+        return self.activation(x) if self.activation is not None else x
+
+    def get_config(self):
+        config = super().get_config()
+        config["spectral_norm"] = self.spectral_norm
+        return config
 
     def _build_spectral_norm(self, out_dim):
         if self.spectral_norm:
@@ -72,10 +89,6 @@ class _SpectralNormMixin:
         if self.built and self.spectral_norm:
             self.sn_u.assign(store["sn_u"])
 
-    def _spectral_norm_config(self, config):
-        config["spectral_norm"] = self.spectral_norm
-        return config
-
 
 @keras.saving.register_keras_serializable(package="tf_fusedprop")
 class Dense(_SpectralNormMixin, keras.layers.Dense):
@@ -91,25 +104,11 @@ class Dense(_SpectralNormMixin, keras.layers.Dense):
         super().__init__(units, **kwargs)
         self.spectral_norm = bool(spectral_norm)
 
-    def build(self, input_shape):
-        super().build(input_shape)
-        self._build_spectral_norm(self.units)
-
-    def call(self, inputs, training=None):
-        holder = ops.active_parameter_gradient_scale()
-        if holder is None and not self.spectral_norm:
-            return super().call(inputs)
-        kernel = self._normalized_kernel(training)
+    def _affine(self, inputs, kernel, holder):
         if holder is not None:
-            x = ops.scaled_dense(inputs, kernel, self.bias, holder)
-        else:
-            x = keras.ops.matmul(inputs, kernel)
-            if self.bias is not None:
-                x = keras.ops.add(x, self.bias)
-        return self.activation(x) if self.activation is not None else x
-
-    def get_config(self):
-        return self._spectral_norm_config(super().get_config())
+            return ops.scaled_dense(inputs, kernel, self.bias, holder)
+        x = keras.ops.matmul(inputs, kernel)
+        return x if self.bias is None else keras.ops.add(x, self.bias)
 
 
 @keras.saving.register_keras_serializable(package="tf_fusedprop")
@@ -134,25 +133,11 @@ class Conv2D(_SpectralNormMixin, keras.layers.Conv2D):
             )
         self.spectral_norm = bool(spectral_norm)
 
-    def build(self, input_shape):
-        super().build(input_shape)
-        self._build_spectral_norm(self.filters)
-
-    def call(self, inputs, training=None):
-        holder = ops.active_parameter_gradient_scale()
-        if holder is None and not self.spectral_norm:
-            return super().call(inputs)
-        kernel = self._normalized_kernel(training)
+    def _affine(self, inputs, kernel, holder):
         if holder is not None:
-            x = ops.scaled_conv2d(
+            return ops.scaled_conv2d(
                 inputs, kernel, self.bias, holder,
                 strides=self.strides, padding=self.padding, dilations=self.dilation_rate,
             )
-        else:
-            x = self.convolution_op(inputs, kernel)
-            if self.use_bias:
-                x = keras.ops.add(x, self.bias)
-        return self.activation(x) if self.activation is not None else x
-
-    def get_config(self):
-        return self._spectral_norm_config(super().get_config())
+        x = self.convolution_op(inputs, kernel)
+        return keras.ops.add(x, self.bias) if self.use_bias else x

@@ -1,0 +1,1 @@
+"""Experiment configs for `train.py`: one module per experiment, each with `get_config()`."""

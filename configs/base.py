@@ -1,0 +1,122 @@
+"""Fields shared by every experiment config; `train_lib.validate` documents and checks them."""
+
+from ml_collections import config_dict
+
+
+def get_base_config():
+    """The common fields with neutral defaults; experiment configs override what they need.
+
+    | field | meaning |
+    |---|---|
+    | name | run name; the default workdir is `runs/<name>-<timestamp>` |
+    | dataset | `tf_fusedprop.data` name: digits, cifar10, ring8, grid25 |
+    | network | `tf_fusedprop.networks` name: digits, sngan_cnn, sngan_resnet, mlp |
+    | generator, discriminator | extra keyword arguments of the network builders (widths...) |
+    | latent_dim | size of z |
+    | loss, form | a loss of `tf_fusedprop.losses` and a training form (FORMS) |
+    | n_dis | D updates per G update (form=alternating only) |
+    | iter_size | micro-batches per update (gradient accumulation) |
+    | batch_size | real samples per update (split into iter_size micro-batches) |
+    | steps | total G updates |
+    | steps_per_epoch | G updates between sample grids, evaluations and checkpoints |
+    | d_lr, g_lr, beta1, beta2 | Adam of D and G |
+    | seed | seed of weights, latents and data order |
+    | eval_samples | generated samples per evaluation (0: no evaluation) |
+    | eval_every | epochs between evaluations (the last epoch is always evaluated) |
+    | grid_samples | samples in each grid image (points of the scatter plot for 2-D data) |
+    | cache_dir | where classifier, reference statistics go; None: `<workdir>/cache` |
+    | mixed_precision | "off" or "mixed_bfloat16" |
+    | jit_compile | compile the train step with XLA |
+    | steps_per_execution | train steps per call of the compiled train function |
+    """
+    config = config_dict.ConfigDict()
+    config.name = "base"
+    config.dataset = "digits"
+    config.network = "digits"
+    config.generator = config_dict.ConfigDict()
+    config.discriminator = config_dict.ConfigDict()
+    config.latent_dim = 128
+    config.loss = "nonsaturating"
+    config.form = "fused"
+    config.n_dis = 1
+    config.iter_size = 1
+    config.batch_size = 64
+    config.steps = 1000
+    config.steps_per_epoch = 100
+    config.d_lr = 2e-4
+    config.g_lr = 2e-4
+    config.beta1 = 0.5
+    config.beta2 = 0.999
+    config.seed = 0
+    config.eval_samples = 1000
+    config.eval_every = 1
+    config.grid_samples = 100
+    config.cache_dir = config_dict.placeholder(str)
+    config.mixed_precision = "off"
+    config.jit_compile = False
+    config.steps_per_execution = 1
+    return config
+
+
+def form_variant(variant, allowed, default):
+    """The training form named by a config string (`--config=file.py:<form>`).
+
+    Raises:
+      ValueError: `variant` is not one of `allowed`.
+    """
+    if not variant:
+        return default
+    if variant not in allowed:
+        raise ValueError(
+            f"unknown config variant {variant!r}; expected one of {', '.join(allowed)} "
+            f"(e.g. --config=configs/<file>.py:{allowed[-1]})"
+        )
+    return variant
+
+
+def get_cifar10_base_config():
+    """CIFAR-10 as in the FusedProp paper's Table 2 (and its code): batch 64, z of size 128,
+    100k G updates, spectrally normalized D, evaluation every 5k updates.
+
+    Extra fields: `data_dir` (TFDS data directory holding a prepared `cifar10`), and
+    `inception_path` (local directory of TF-GAN's Inception module; None: no FID/IS) with
+    `eval_real_samples` (train images behind the reference statistics).
+    """
+    config = get_base_config()
+    config.dataset = "cifar10"
+    config.latent_dim = 128
+    config.batch_size = 64
+    config.steps = 100_000
+    config.steps_per_epoch = 5_000
+    config.eval_samples = 10_000
+    config.eval_real_samples = 50_000
+    config.grid_samples = 64
+    config.data_dir = config_dict.placeholder(str)
+    config.inception_path = config_dict.placeholder(str)
+    return config
+
+
+def get_mixture_base_config(dataset):
+    """A 2-D Gaussian mixture of Metz et al. 2017 ("Unrolled GANs") with small MLPs.
+
+    G: 3 ReLU layers of 128 units and a linear output (the modes lie outside [-1, 1]); D: 3
+    LeakyReLU layers of 128 units, no spectral norm; batch 256, Adam D 2e-3 / G 1e-3 (beta1
+    0.5). Evaluation: modes covered and the fraction of high-quality samples (within 3 std of
+    a mode) of 2,500 samples.
+    """
+    config = get_base_config()
+    config.name = dataset
+    config.dataset = dataset
+    config.network = "mlp"
+    config.generator = config_dict.ConfigDict(
+        {"units": 128, "hidden_layers": 3, "output_activation": config_dict.placeholder(str)}
+    )
+    config.discriminator = config_dict.ConfigDict({"units": 128, "hidden_layers": 3, "spectral_norm": False})
+    config.latent_dim = 16
+    config.batch_size = 256
+    config.d_lr = 2e-3
+    config.g_lr = 1e-3
+    config.eval_samples = 2_500
+    config.grid_samples = 2_000
+    config.steps_per_execution = 10
+    return config

@@ -1,0 +1,171 @@
+"""Trains a GAN with FusedProp; a thin command line over `tf_fusedprop.train_lib.train`.
+
+    python train.py                                    # the embedded default: configs/digits.py
+    python train.py --config=configs/ring8.py          # any config file ...
+    python train.py --config=configs/cifar10_cnn_ns.py:fused --config.steps=2000  # variant, overrides
+    python train.py --workdir=runs/mine                # choose the run directory (resumes it)
+
+`--config.<key>=<value>` overrides a field of the config (nested: `--config.generator.width=16`);
+see `configs/base.py` for the fields. Without `--workdir`, the latest unfinished run of the
+same config under `runs/` is resumed, otherwise `runs/<name>-<timestamp>` is started.
+
+Exit status: 0 when training is done; 2 for bad input (unknown config key or value, invalid
+(loss, form) pair, unwritable workdir, data or Inception module not available offline), with
+one line `error: ...` on stderr saying what was received and what to do.
+"""
+
+import contextlib
+import os
+import sys
+
+from absl import flags
+from absl import logging
+from ml_collections import config_flags
+
+REPO = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = os.path.join(REPO, "configs")
+DEFAULT_CONFIG = os.path.join(CONFIGS, "digits.py")
+EXIT_BAD_INPUT = 2
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def _config_files():
+    return sorted(f for f in os.listdir(CONFIGS) if f.endswith(".py") and f not in ("__init__.py", "base.py"))
+
+
+def _resolve_config_paths(argv):
+    """Finds a relative `--config=PATH` under this repository when it is not under the cwd."""
+    resolved = list(argv)
+    for i, arg in enumerate(resolved):
+        if arg.startswith("--config="):
+            path, sep, variant = arg[len("--config="):].partition(":")
+            if path and not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(os.path.join(REPO, path)):
+                resolved[i] = f"--config={os.path.join(REPO, path)}{sep}{variant}"
+    return resolved
+
+
+def _define_flags(argv):
+    flag_values = flags.FlagValues()
+    config = config_flags.DEFINE_config_file(
+        "config", default=DEFAULT_CONFIG, flag_values=flag_values, sys_argv=argv,
+        help_string="config file, configs/<name>.py[:variant]; override fields with --config.<key>=<value>",
+    )
+    flags.DEFINE_string(
+        "workdir", None, "run directory (default: resume the latest unfinished runs/<name>-*, or start "
+        "runs/<name>-<timestamp>)", flag_values=flag_values,
+    )
+    return flag_values, config
+
+
+def _base_config(argv):
+    """The config named by argv without its overrides, or None if it does not load."""
+    bare = [argv[0]] + [a for a in argv[1:] if not a.startswith(("--config.", "--noconfig."))]
+    try:
+        flag_values, config = _define_flags(bare)
+        flag_values(bare)
+        config.value.keys()
+        return config.value
+    except Exception:  # The caller reports the original error.
+        return None
+
+
+def _lookup(config, path):
+    """`(found, value)` of a dotted path in a ConfigDict, and the keys where it stops."""
+    node = config
+    for part in path.split("."):
+        if not hasattr(node, "keys") or part not in node:
+            return False, sorted(node.keys()) if hasattr(node, "keys") else []
+        node = node[part]
+    return True, node
+
+
+def _describe_flag_error(err, argv):
+    """One line saying what was wrong with the command line and what to do."""
+    config = _base_config(argv)
+    overrides = [a for a in argv[1:] if a.startswith("--config.")]
+    if config is not None:
+        for arg in overrides:
+            key = arg[len("--config."):].split("=", 1)[0]
+            found, value = _lookup(config, key)
+            if not found:
+                return f"unknown config key {key!r} (received {arg}); valid keys here: {', '.join(value)}."
+        if isinstance(err, flags.IllegalFlagValueError):
+            for arg in overrides:
+                key = arg[len("--config."):].split("=", 1)[0]
+                if arg in str(err) or f"--config.{key}=" in str(err):
+                    expected = type(_lookup(config, key)[1]).__name__
+                    return f"bad value for config.{key}: {_one_line(err)}; expected a value of type {expected}."
+    if isinstance(err, OSError):
+        return (
+            f"cannot load the config file ({_one_line(err)}); use --config=configs/<name>.py with one of: "
+            f"{', '.join(_config_files())}."
+        )
+    if isinstance(err, flags.UnrecognizedFlagError):
+        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value> and --workdir=DIR (see --help)."
+    message = str(err)
+    if "Traceback (most recent call last)" in message:  # An error raised inside get_config.
+        message = f"cannot load the config: {message.strip().splitlines()[-1]}"
+    return _one_line(message)
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced(enabled):
+    """Hides what native code writes to file descriptor 2 meanwhile (TensorFlow's CUDA-probe
+    banner at import on machines without a GPU); Python exceptions still propagate."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _error(message):
+    print(f"error: {_one_line(message)}", file=sys.stderr, flush=True)
+    return EXIT_BAD_INPUT
+
+
+def run(argv):
+    """Parses `argv` (with the program name first), trains, and returns the exit status."""
+    argv = _resolve_config_paths(argv)
+    if any(arg in ("-h", "--help", "--helpfull", "-?") for arg in argv[1:]):
+        print(__doc__)
+        print(f"Config files ({CONFIGS}): {', '.join(_config_files())}")
+        return 0
+    try:
+        flag_values, config_flag = _define_flags(argv)
+        flag_values(argv)
+        config = config_flag.value
+        config.keys()
+    except (flags.Error, AttributeError, KeyError, OSError, ValueError, TypeError) as err:
+        return _error(_describe_flag_error(err, argv))
+
+    logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
+    quiet = "TF_CPP_MIN_LOG_LEVEL" not in os.environ and "tensorflow" not in sys.modules
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    with _native_stderr_silenced(quiet):
+        import tensorflow as tf
+
+        from tf_fusedprop import train_lib
+        from tf_fusedprop.data import DatasetUnavailableError
+        from tf_fusedprop.metrics import InceptionModuleUnavailableError
+
+        tf.config.list_physical_devices()  # Probes for CUDA here, while its banner is hidden.
+    try:
+        train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2)
+    except (train_lib.ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
+        return _error(err)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv))

@@ -49,8 +49,13 @@ flags.DEFINE_string("profile_dir", None, "Write a TF profiler trace of fused ste
 
 
 class PaperStyleAlternatingGAN(fp.FusedPropGAN):
-    """The conventional baseline as the paper's code runs it: the G step back-propagates into
-    D's parameters as well (their gradients are formed, then thrown away)."""
+    """The conventional baseline as the paper's PyTorch code runs it: the G step back-propagates
+    into D's parameters as well and writes their gradients to buffers (PyTorch's `.grad`) that
+    are never used. Writing them matters: gradients nobody reads are pruned from a TF graph."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._unused_d_grads = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.discriminator.trainable_variables]
 
     def _g_step(self, z):
         with tf.GradientTape() as tape:
@@ -58,6 +63,8 @@ class PaperStyleAlternatingGAN(fp.FusedPropGAN):
             g_loss = tf.reduce_mean(self.loss.g(logits))
         g_vars = self.generator.trainable_variables
         grads = tape.gradient(g_loss, g_vars + self.discriminator.trainable_variables)
+        for buffer, grad in zip(self._unused_d_grads, grads[len(g_vars):]):
+            buffer.assign(grad)
         return (grads[: len(g_vars)],), (g_loss,)
 
 

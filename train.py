@@ -152,6 +152,9 @@ def run(argv):
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
     quiet = "TF_CPP_MIN_LOG_LEVEL" not in os.environ and "tensorflow" not in sys.modules
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
+    # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     with _native_stderr_silenced(quiet):
         import tensorflow as tf
 

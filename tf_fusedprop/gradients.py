@@ -136,17 +136,19 @@ def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fu
         real_logits, fake_logits = logits[:n], logits[n:]
         y = tf.stop_gradient(fake_logits)
         masks.update(real_logits=real_logits, fake_logits=y)
+        real_term = tf.reduce_mean(loss.d_real(real_logits))
+        d_fake_values, g_values = loss.d_fake(fake_logits), loss.g(fake_logits)
         if form == "fused":
-            fake_term = loss.d_fake(fake_logits)
+            fake_values = d_fake_values
         elif form == "inverse":
-            fake_term = loss.g(fake_logits)
+            fake_values = g_values
         else:
             masks["fused"] = loss.prefers_fused(y)
-            fake_term = tf.where(masks["fused"], loss.d_fake(fake_logits), loss.g(fake_logits))
-        objective = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(fake_term)
+            fake_values = tf.where(masks["fused"], d_fake_values, g_values)
+        objective = real_term + tf.reduce_mean(fake_values)
     d_grads, g_grads = tape.gradient(objective, (d_vars, g_vars))
-    d_loss = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(loss.d_fake(fake_logits))
-    g_loss = tf.reduce_mean(loss.g(fake_logits))
+    d_loss = real_term + tf.reduce_mean(d_fake_values)
+    g_loss = tf.reduce_mean(g_values)
     return StepResult(d_grads, g_grads, d_loss, g_loss, real_logits, fake_logits)
 
 

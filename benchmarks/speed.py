@@ -51,31 +51,38 @@ flags.DEFINE_string("profile_dir", None, "Write a TF profiler trace of fused ste
 class PaperStyleAlternatingGAN(fp.FusedPropGAN):
     """The conventional baseline as the paper's PyTorch code runs it: the G step back-propagates
     into D's parameters as well and writes their gradients to buffers (PyTorch's `.grad`) that
-    are never used. Writing them matters: gradients nobody reads are pruned from a TF graph."""
+    are never used. Writing them matters: gradients nobody reads are pruned from a TF graph.
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    Built from the public steps (`discriminator_step`, `generator_step`); n_dis 1, no
+    accumulation.
+    """
+
+    def __init__(self, generator, discriminator, form="alternating", **kwargs):
+        if form != "alternating":
+            raise ValueError(f"PaperStyleAlternatingGAN is form='alternating'. Received: form={form!r}")
+        super().__init__(generator, discriminator, form=form, **kwargs)
         self._unused_d_grads = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.discriminator.trainable_variables]
 
-    def _g_step(self, z):
-        with tf.GradientTape() as tape:
-            logits = fp.gradients.discriminator_logits(self.discriminator, self.generator(z, training=True))
-            g_loss = tf.reduce_mean(self.loss.g(logits))
-        g_vars = self.generator.trainable_variables
-        grads = tape.gradient(g_loss, g_vars + self.discriminator.trainable_variables)
-        for buffer, grad in zip(self._unused_d_grads, grads[len(g_vars):]):
+    def train_step(self, real):
+        n = tf.shape(real)[0]
+        d = fp.steps.discriminator_step(self.generator, self.discriminator, real, self.sample_latents(n), self.gan_loss)
+        self.d_optimizer.apply_gradients(zip(d.d_grads, self.discriminator.trainable_variables))
+        g = fp.steps.generator_step(self.generator, self.discriminator, self.sample_latents(n), self.gan_loss,
+                                    discriminator_gradients=True)
+        for buffer, grad in zip(self._unused_d_grads, g.d_grads):
             buffer.assign(grad)
-        return (grads[: len(g_vars)],), (g_loss,)
+        self.g_optimizer.apply_gradients(zip(g.g_grads, self.generator.trainable_variables))
+        return {"d_loss": d.d_loss, "g_loss": g.g_loss}
 
 
 def build_step(form, real):
     make_g, make_d = networks.get(FLAGS.network)
     dtype = "mixed_bfloat16" if FLAGS.mixed_precision else None
     keras.utils.set_random_seed(0)
-    cls = PaperStyleAlternatingGAN if form == "alternating_paper" else fp.FusedPropGAN
-    loss = "nonsaturating"
-    gan = cls(make_g(dtype=dtype), make_d(dtype=dtype), loss=loss,
-              form="alternating" if form == "alternating_paper" else form, seed=0)
+    if form == "alternating_paper":
+        gan = PaperStyleAlternatingGAN(make_g(dtype=dtype), make_d(dtype=dtype), loss="nonsaturating", seed=0)
+    else:
+        gan = fp.FusedPropGAN(make_g(dtype=dtype), make_d(dtype=dtype), loss="nonsaturating", form=form, seed=0)
     gan.compile(
         d_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999),
         g_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999),

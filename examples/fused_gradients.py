@@ -41,7 +41,7 @@ def main():
     print(f"{'loss':<14} {'form':<9} {'float32':>10} {'float64':>10}")
     for loss in fp.losses.names():
         for form in ("fused", "inverse", "adaptive"):
-            if not fp.losses.get(loss).supports(form):
+            if not fp.steps.supports(loss, form):
                 continue
             row = []
             for dtype in ("float32", "float64"):

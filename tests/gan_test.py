@@ -71,7 +71,7 @@ class FitTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_public_attributes(self):
         gan = make_gan("adaptive", loss="least_squares", iter_size=2)
-        self.assertEqual((gan.form, gan.loss.name, gan.iter_size, gan.latent_dim), ("adaptive", "least_squares", 2, tu.LATENT))
+        self.assertEqual((gan.form, gan.gan_loss.name, gan.iter_size, gan.latent_dim), ("adaptive", "least_squares", 2, tu.LATENT))
         self.assertIsInstance(gan.d_optimizer, keras.optimizers.Adam)
 
 

@@ -53,11 +53,11 @@ class PlainBehaviourTest(tf.test.TestCase, parameterized.TestCase):
         with tf.GradientTape() as plain_tape:
             plain_tape.watch(x)
             plain = layer(x)
-        with ops.parameter_gradient_scaling() as holder:
+        with ops.ParameterGradientScaling() as scaling:
             with tf.GradientTape() as tape:
                 tape.watch(x)
                 scaled = layer(x)
-        holder.set(tf.ones([shape[0]]))
+        scaling.set(tf.ones([shape[0]]))
         self.assertAllClose(scaled, plain)
         for ga, gb in zip(tape.gradient(scaled, [x] + layer.trainable_weights), plain_tape.gradient(plain, [x] + layer.trainable_weights)):
             self.assertAllClose(ga, gb)
@@ -123,10 +123,10 @@ class SpectralNormTest(tf.test.TestCase, parameterized.TestCase):
         with tf.GradientTape() as plain_tape:
             plain = tf.reduce_sum(tf.square(layer(x, training=True)))
         layer.sn_u.assign(state)
-        with ops.parameter_gradient_scaling() as holder:
+        with ops.ParameterGradientScaling() as scaling:
             with tf.GradientTape() as tape:
                 scaled = tf.reduce_sum(tf.square(layer(x, training=True)))
-        holder.set(tf.ones([3]))
+        scaling.set(tf.ones([3]))
         self.assertAllClose(tape.gradient(scaled, layer.kernel), plain_tape.gradient(plain, layer.kernel))
 
 

@@ -69,22 +69,17 @@ class LossTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllEqual(np.isfinite(loss.lambda_(tf.constant([0.0, -0.0]))), [True, True])
         self.assertTrue(np.isfinite(loss.lambda_inv(tf.constant([1.0]))).all())
 
-    def test_hinge_refuses_lambda_and_fused(self):
+    def test_hinge_refuses_lambda(self):
         hinge = losses.get("hinge")
-        self.assertFalse(hinge.supports("fused"))
-        self.assertTrue(hinge.supports("inverse"))
+        self.assertFalse(hinge.has_lambda)
         with self.assertRaisesRegex(ValueError, "hinge.*form='inverse'"):
             hinge.lambda_(tf.constant([0.0]))
-        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'. Use one of: inverse"):
-            losses.check_form("hinge", "fused")
 
     def test_registry(self):
         self.assertEqual(losses.names(), ("minimax", "nonsaturating", "wasserstein", "least_squares", "hinge"))
         self.assertIs(losses.get(losses.get("hinge")), losses.get("hinge"))
         with self.assertRaisesRegex(ValueError, r"Received: loss='lsgan'\. Valid names: minimax, nonsaturating"):
             losses.get("lsgan")
-        with self.assertRaisesRegex(ValueError, "Received: form='fast'"):
-            losses.check_form("minimax", "fast")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import tensorflow as tf
 from tests import testing_utils
 from tf_fusedprop import compute_gradients, networks
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.gradients import check_discriminator
+from tf_fusedprop.steps import check_discriminator
 
 # name -> (generator kwargs, discriminator kwargs, sample shape): tiny versions of every network.
 TINY = {

@@ -33,13 +33,16 @@ def conv(x, w, b):
 
 class ScaleGradientTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.parameters(False, True)
-    def test_identity_forward_and_scaled_backward(self, as_callable):
+    def test_identity_forward_and_scaled_backward(self, deferred):
         x = tf.random.normal([4, 3, 2])
         scale = tf.constant(SCALE, tf.float32)
+        factor = ops.DeferredFactor() if deferred else scale
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = ops.scale_gradient(x, (lambda: scale) if as_callable else scale)
+            y = ops.scale_gradient(x, factor)
             loss = tf.reduce_sum(y * x)
+        if deferred:
+            factor.set(scale)
         self.assertAllEqual(y, x)
         self.assertAllClose(tape.gradient(loss, x), x + SCALE[:, None, None] * x)
 
@@ -53,9 +56,11 @@ class ScaleGradientTest(tf.test.TestCase, parameterized.TestCase):
 
         @tf.function
         def grad(x):
+            factor = ops.DeferredFactor()
             with tf.GradientTape() as tape:
                 tape.watch(x)
-                y = ops.scale_gradient(x, lambda: tf.constant(SCALE, tf.float32))
+                y = ops.scale_gradient(x, factor)
+            factor.set(tf.constant(SCALE, tf.float32))
             return tape.gradient(y, x)
 
         self.assertAllClose(grad(x), np.broadcast_to(SCALE[:, None], [4, 5]))
@@ -75,11 +80,11 @@ class ParameterGradientScalingTest(tf.test.TestCase, parameterized.TestCase):
         w = tf.random.normal(w_shape, dtype=tf.float64)
         b = tf.random.normal(w_shape[-1:], dtype=tf.float64)
         upstream, expected = per_sample_reference(reference, x, [w, b], SCALE)
-        with ops.parameter_gradient_scaling() as holder:
+        with ops.ParameterGradientScaling() as scaling:
             with tf.GradientTape() as tape:
                 tape.watch([x, w, b])
-                out = scaled(x, w, b, holder)
-            holder.set(lambda: tf.constant(SCALE))
+                out = scaled(x, w, b, scaling)
+            scaling.set(tf.constant(SCALE))
         dx, dw, db = tape.gradient(out, [x, w, b], output_gradients=upstream)
         with tf.GradientTape() as plain:
             plain.watch(x)
@@ -93,32 +98,32 @@ class ParameterGradientScalingTest(tf.test.TestCase, parameterized.TestCase):
     def test_unit_scale_matches_numeric_jacobian(self, case):
         _, scaled, x_shape, w_shape = self.CASES[case]
         args = [tf.random.normal(s, dtype=tf.float64) for s in (x_shape, w_shape, w_shape[-1:])]
-        with ops.parameter_gradient_scaling() as holder:
-            holder.set(tf.ones([x_shape[0]], tf.float64))
-            theoretical, numeric = tf.test.compute_gradient(lambda x, w, b: scaled(x, w, b, holder), args)
+        with ops.ParameterGradientScaling() as scaling:
+            scaling.set(tf.ones([x_shape[0]], tf.float64))
+            theoretical, numeric = tf.test.compute_gradient(lambda x, w, b: scaled(x, w, b, scaling), args)
         for t, n in zip(theoretical, numeric):
             self.assertAllClose(t, n, rtol=1e-6, atol=1e-6)
 
     def test_unset_factor_is_a_clear_error(self):
         x, w = tf.ones([2, 3]), tf.ones([3, 1])
-        with ops.parameter_gradient_scaling() as holder:
+        with ops.ParameterGradientScaling() as scaling:
             with tf.GradientTape() as tape:
                 tape.watch(w)
-                out = ops.scaled_dense(x, w, None, holder)
-        with self.assertRaisesRegex(RuntimeError, "before the per-sample factor was set"):
+                out = ops.scaled_dense(x, w, None, scaling)
+        with self.assertRaisesRegex(RuntimeError, "per-sample factor before it was set"):
             tape.gradient(out, w)
 
     def test_scopes_nest_and_are_per_thread(self):
-        self.assertIsNone(ops.active_parameter_gradient_scale())
+        self.assertIsNone(ops.active_parameter_gradient_scaling())
         seen_in_thread = []
-        with ops.parameter_gradient_scaling() as outer:
-            with ops.parameter_gradient_scaling() as inner:
-                self.assertIs(ops.active_parameter_gradient_scale(), inner)
-                thread = threading.Thread(target=lambda: seen_in_thread.append(ops.active_parameter_gradient_scale()))
+        with ops.ParameterGradientScaling() as outer:
+            with ops.ParameterGradientScaling() as inner:
+                self.assertIs(ops.active_parameter_gradient_scaling(), inner)
+                thread = threading.Thread(target=lambda: seen_in_thread.append(ops.active_parameter_gradient_scaling()))
                 thread.start()
                 thread.join()
-            self.assertIs(ops.active_parameter_gradient_scale(), outer)
-        self.assertIsNone(ops.active_parameter_gradient_scale())
+            self.assertIs(ops.active_parameter_gradient_scaling(), outer)
+        self.assertIsNone(ops.active_parameter_gradient_scaling())
         self.assertEqual(seen_in_thread, [None])
 
 

@@ -9,6 +9,8 @@ bias correction and learning-rate schedules count real updates, not micro-batche
 import keras
 import tensorflow as tf
 
+from tf_fusedprop._checks import positive_int
+
 __all__ = ["GradientAccumulator"]
 
 
@@ -29,9 +31,7 @@ class GradientAccumulator:
     """
 
     def __init__(self, variables, iter_size, name="accumulator"):
-        if not isinstance(iter_size, int) or isinstance(iter_size, bool) or iter_size < 1:
-            raise ValueError(f"iter_size must be a positive integer. Received: iter_size={iter_size!r}")
-        self.iter_size = iter_size
+        self.iter_size = positive_int("iter_size", iter_size)
         self.variables = list(variables)
         self.shadows = [
             keras.Variable(

@@ -3,17 +3,11 @@
 import keras
 import tensorflow as tf
 
-from tf_fusedprop import gradients
-from tf_fusedprop import losses as fp_losses
+from tf_fusedprop import steps
+from tf_fusedprop._checks import positive_int
 from tf_fusedprop.accumulation import GradientAccumulator
 
 __all__ = ["FusedPropGAN"]
-
-
-def _positive_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
-    return value
 
 
 def _num_replicas():
@@ -24,12 +18,13 @@ def _num_replicas():
 class FusedPropGAN(keras.Model):
     """A GAN trained with `fit`; one `train_step` is one update of both players.
 
-    Forms (see `tf_fusedprop.compute_gradients`): "fused", "inverse", "adaptive" run one
-    forward and one backward pass per step; "simultaneous" is two-pass SimGD; "alternating"
-    is the conventional baseline: `n_dis` D updates (each with a fresh z, the same real batch),
-    then one G update with a fresh z. The alternating step is efficient: no tape records G in
-    the D step and the G step differentiates only G's variables (TF then computes only D's
-    input gradients).
+    The model orchestrates: it samples latents, runs the form's step (`tf_fusedprop.steps`),
+    accumulates micro-batches, applies both optimizers and tracks the metrics. Forms:
+    "fused", "inverse", "adaptive" run one forward and one backward pass per step
+    (`steps.simgd_step`); "simultaneous" is two-pass SimGD; "alternating" is the conventional
+    baseline: `n_dis` D updates (`steps.discriminator_step`, each with a fresh z, the same real
+    batch), then one G update with a fresh z (`steps.generator_step`, efficient: TF forms D's
+    input gradients only).
 
     With `iter_size=k` each batch is split into k micro-batches that are processed one after
     another in a sequential loop; both players' gradients are accumulated
@@ -44,8 +39,9 @@ class FusedPropGAN(keras.Model):
     Args:
       generator: a built Keras model from latents `(latent_dim,)` to samples.
       discriminator: a built Keras model from samples to one logit per sample.
-      loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`.
-      form: one of `tf_fusedprop.losses.FORMS`.
+      loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`; the loss object is the
+        attribute `gan_loss` (`loss` belongs to Keras's `compile`).
+      form: one of `tf_fusedprop.steps.FORMS`.
       n_dis: D updates per G update; only with form="alternating".
       iter_size: micro-batches per update (gradient accumulation).
       seed: seed of the latent sampler.
@@ -57,16 +53,16 @@ class FusedPropGAN(keras.Model):
     def __init__(self, generator, discriminator, loss="nonsaturating", form="fused", n_dis=1,
                  iter_size=1, seed=None, **kwargs):
         super().__init__(**kwargs)
-        self.loss = fp_losses.check_form(loss, form)
+        self.gan_loss = steps.check_form(loss, form)
         self.form = form
-        self.n_dis = _positive_int("n_dis", n_dis)
+        self.n_dis = positive_int("n_dis", n_dis)
         if n_dis != 1 and form != "alternating":
             raise ValueError(
                 f"n_dis applies to form='alternating' only (a simultaneous step updates both "
                 f"players once). Received: n_dis={n_dis}, form={form!r}."
             )
-        self.iter_size = _positive_int("iter_size", iter_size)
-        gradients.check_discriminator(discriminator, form)
+        self.iter_size = positive_int("iter_size", iter_size)
+        steps.check_discriminator(discriminator, form)
         self.generator = generator
         self.discriminator = discriminator
         self.latent_dim = int(generator.inputs[0].shape[-1])
@@ -135,7 +131,7 @@ class FusedPropGAN(keras.Model):
 
     def _simultaneous_step(self, real):
         def micro_step(real, z):
-            r = gradients.simgd_step(self.generator, self.discriminator, real, z, self.loss, self.form)
+            r = steps.simgd_step(self.generator, self.discriminator, real, z, self.gan_loss, self.form)
             means = (r.d_loss, r.g_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
             return (r.d_grads, r.g_grads), means
 
@@ -147,34 +143,22 @@ class FusedPropGAN(keras.Model):
         self._apply(self.g_optimizer, g_grads, self.generator)
         return means
 
-    def _d_step(self, real, z):
-        """Conventional D step: G runs forward only, D's loss is differentiated w.r.t. D."""
-        fake = tf.stop_gradient(self.generator(z, training=True))
-        with tf.GradientTape() as tape:
-            logits = gradients.discriminator_logits(self.discriminator, tf.concat([real, tf.cast(fake, real.dtype)], 0))
-            real_logits, fake_logits = tf.split(logits, 2)
-            d_loss = tf.reduce_mean(self.loss.d_real(real_logits)) + tf.reduce_mean(self.loss.d_fake(fake_logits))
-        grads = tape.gradient(d_loss, self.discriminator.trainable_variables)
-        return (grads,), (d_loss, tf.reduce_mean(real_logits), tf.reduce_mean(fake_logits))
-
-    def _g_step(self, z):
-        """Conventional G step: only G's variables are differentiated, so TF forms D's input
-        gradients but not its parameter gradients."""
-        with tf.GradientTape() as tape:
-            logits = gradients.discriminator_logits(self.discriminator, self.generator(z, training=True))
-            g_loss = tf.reduce_mean(self.loss.g(logits))
-        return (tape.gradient(g_loss, self.generator.trainable_variables),), (g_loss,)
-
     def _alternating_step(self, real):
+        def d_micro_step(real, z):
+            r = steps.discriminator_step(self.generator, self.discriminator, real, z, self.gan_loss)
+            return (r.d_grads,), (r.d_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
+
+        def g_micro_step(z):
+            r = steps.generator_step(self.generator, self.discriminator, z, self.gan_loss)
+            return (r.g_grads,), (r.g_loss,)
+
         n = tf.shape(real)[0]
         for _ in range(self.n_dis):
             (d_grads,), (d_loss, real_logit, fake_logit) = self._accumulate(
-                self._d_step, (real, self.sample_latents(n)), (self._d_accumulator,), num_means=3
+                d_micro_step, (real, self.sample_latents(n)), (self._d_accumulator,), num_means=3
             )
             self._apply(self.d_optimizer, d_grads, self.discriminator)
-        (g_grads,), (g_loss,) = self._accumulate(
-            self._g_step, (self.sample_latents(n),), (self._g_accumulator,), num_means=1
-        )
+        (g_grads,), (g_loss,) = self._accumulate(g_micro_step, (self.sample_latents(n),), (self._g_accumulator,), num_means=1)
         self._apply(self.g_optimizer, g_grads, self.generator)
         return d_loss, g_loss, real_logit, fake_logit
 
@@ -222,6 +206,7 @@ class FusedPropGAN(keras.Model):
     def load_own_variables(self, store):
         """Restores what `save_own_variables` saved."""
         self.seed_generator.state.assign(store["latent_seed_state"])
+        super().load_own_variables({key: store[key] for key in store.keys() if key != "latent_seed_state"})
 
     def export_generator(self, directory):
         """Writes G as a SavedModel whose `serve(z)` returns `generator(z, training=False)`."""
@@ -233,7 +218,7 @@ class FusedPropGAN(keras.Model):
             **super().get_config(),
             "generator": keras.saving.serialize_keras_object(self.generator),
             "discriminator": keras.saving.serialize_keras_object(self.discriminator),
-            "loss": self.loss.name,
+            "loss": self.gan_loss.name,
             "form": self.form,
             "n_dis": self.n_dis,
             "iter_size": self.iter_size,

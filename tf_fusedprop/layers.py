@@ -1,6 +1,6 @@
 """InvFusedProp-capable drop-in replacements for `keras.layers.Dense` and `keras.layers.Conv2D`.
 
-Outside a `tf_fusedprop.ops.parameter_gradient_scaling` scope these layers compute exactly
+Outside a `tf_fusedprop.ops.ParameterGradientScaling` scope these layers compute exactly
 what the Keras layers compute. Inside one, their kernel/bias gradients are formed from the
 upstream gradient multiplied per sample by the scope's factor, while the gradient passed on to
 their input stays unscaled (InvFusedProp, Fig. 3 of the paper).
@@ -27,9 +27,10 @@ def supports_parameter_gradient_scaling(layer):
     return getattr(layer, "_supports_parameter_gradient_scaling", False)
 
 
-class _SpectralNormMixin:
-    """Adds `spectral_norm` (SNGAN semantics) and per-sample parameter-gradient scaling to a
-    Keras layer; the layer supplies `_affine(inputs, kernel, holder)` (without activation)."""
+class _FusedPropLayer:
+    """Mixin that makes a Keras layer InvFusedProp-capable (per-sample parameter-gradient
+    scaling inside a `ParameterGradientScaling` scope) and adds `spectral_norm` (SNGAN
+    semantics). The layer supplies `_affine(inputs, kernel, scaling)` (without activation)."""
 
     _supports_parameter_gradient_scaling = True
 
@@ -38,10 +39,10 @@ class _SpectralNormMixin:
         self._build_spectral_norm(self.kernel.shape[-1])
 
     def call(self, inputs, training=None):
-        holder = ops.active_parameter_gradient_scale()
-        if holder is None and not self.spectral_norm:
+        scaling = ops.active_parameter_gradient_scaling()
+        if scaling is None and not self.spectral_norm:
             return super().call(inputs)
-        x = self._affine(inputs, self._normalized_kernel(training), holder)
+        x = self._affine(inputs, self._normalized_kernel(training), scaling)
         return self.activation(x) if self.activation is not None else x
 
     def get_config(self):
@@ -91,7 +92,7 @@ class _SpectralNormMixin:
 
 
 @keras.saving.register_keras_serializable(package="tf_fusedprop")
-class Dense(_SpectralNormMixin, keras.layers.Dense):
+class Dense(_FusedPropLayer, keras.layers.Dense):
     """`keras.layers.Dense` with InvFusedProp parameter-gradient scaling and optional SN.
 
     Args:
@@ -104,15 +105,15 @@ class Dense(_SpectralNormMixin, keras.layers.Dense):
         super().__init__(units, **kwargs)
         self.spectral_norm = bool(spectral_norm)
 
-    def _affine(self, inputs, kernel, holder):
-        if holder is not None:
-            return ops.scaled_dense(inputs, kernel, self.bias, holder)
+    def _affine(self, inputs, kernel, scaling):
+        if scaling is not None:
+            return ops.scaled_dense(inputs, kernel, self.bias, scaling)
         x = keras.ops.matmul(inputs, kernel)
         return x if self.bias is None else keras.ops.add(x, self.bias)
 
 
 @keras.saving.register_keras_serializable(package="tf_fusedprop")
-class Conv2D(_SpectralNormMixin, keras.layers.Conv2D):
+class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
     """`keras.layers.Conv2D` with InvFusedProp parameter-gradient scaling and optional SN.
 
     Supports `data_format="channels_last"` and `groups=1` (the layouts GAN discriminators use
@@ -133,10 +134,10 @@ class Conv2D(_SpectralNormMixin, keras.layers.Conv2D):
             )
         self.spectral_norm = bool(spectral_norm)
 
-    def _affine(self, inputs, kernel, holder):
-        if holder is not None:
+    def _affine(self, inputs, kernel, scaling):
+        if scaling is not None:
             return ops.scaled_conv2d(
-                inputs, kernel, self.bias, holder,
+                inputs, kernel, self.bias, scaling,
                 strides=self.strides, padding=self.padding, dilations=self.dilation_rate,
             )
         x = self.convolution_op(inputs, kernel)

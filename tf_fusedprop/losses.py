@@ -21,22 +21,15 @@ All losses share one signature, so training code never branches on a loss name.
 import tensorflow as tf
 
 __all__ = [
-    "FORMS",
     "GANLoss",
     "Minimax",
     "NonSaturating",
     "Wasserstein",
     "LeastSquares",
     "Hinge",
-    "check_form",
     "get",
     "names",
 ]
-
-#: Training forms. `fused`, `inverse` and `adaptive` are single-pass FusedProp forms;
-#: `simultaneous` is two-pass SimGD and `alternating` the conventional AltGD baseline.
-FORMS = ("fused", "inverse", "adaptive", "simultaneous", "alternating")
-
 
 def _saturate(x):
     limit = x.dtype.max
@@ -52,13 +45,12 @@ class GANLoss:
     """Base class: a GAN loss with its FusedProp factors.
 
     Subclasses define `d_real`, `d_fake`, `g`, `lambda_` and `lambda_inv`; they may override
-    `prefers_fused` and `forms`.
+    `prefers_fused` and `has_lambda`.
     """
 
     name = None
-    #: The training forms this loss supports.
-    forms = FORMS
-    #: False when `lambda_` is undefined; `adaptive` then always uses the inverse form.
+    #: False when `lambda_` is undefined: form `fused` is then unavailable and `adaptive`
+    #: always uses the inverse form (`tf_fusedprop.steps.supports`).
     has_lambda = True
 
     def d_real(self, y):
@@ -85,10 +77,6 @@ class GANLoss:
         """Boolean per sample: True where `|lambda_(y)| <= 1`, i.e. the fused form is the
         numerically safer one; the `adaptive` form uses the inverse form elsewhere."""
         return tf.abs(self.lambda_inv(y)) >= 1
-
-    def supports(self, form):
-        """Whether this loss can be trained with `form` (one of `FORMS`)."""
-        return form in self.forms
 
     def __repr__(self):
         return f"tf_fusedprop.losses.get({self.name!r})"
@@ -209,7 +197,6 @@ class Hinge(GANLoss):
     """
 
     name = "hinge"
-    forms = ("inverse", "adaptive", "simultaneous", "alternating")
     has_lambda = False
 
     def d_real(self, y):
@@ -254,16 +241,3 @@ def get(identifier):
             f"Unknown GAN loss. Received: loss={identifier!r}. "
             f"Valid names: {', '.join(names())}."
         ) from None
-
-
-def check_form(loss, form):
-    """Validates a (loss, form) pair; raises ValueError saying what to use instead."""
-    loss = get(loss)
-    if form not in FORMS:
-        raise ValueError(f"Unknown training form. Received: form={form!r}. Valid forms: {', '.join(FORMS)}.")
-    if not loss.supports(form):
-        raise ValueError(
-            f"The {loss.name} loss does not support form={form!r}. "
-            f"Use one of: {', '.join(loss.forms)}."
-        )
-    return loss

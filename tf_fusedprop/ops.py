@@ -1,51 +1,93 @@
 """Custom-gradient primitives behind FusedProp and InvFusedProp.
 
-* `scale_gradient` is FusedProp's gradient-scaling identity, placed between G and D.
-* `parameter_gradient_scaling` opens a scope in which the InvFusedProp-capable layers of
-  `tf_fusedprop.layers` pre-scale, per sample, the upstream gradient before forming their
-  parameter gradients, while the gradient passed on to their input stays unscaled.
+Both forms multiply gradients per sample by a factor that depends on D's output, so the factor
+is known only *after* the op that applies it was created. `DeferredFactor` is that factor: a
+`[batch]` tensor set once between the forward and the backward pass and read by the backward
+pass (in the same trace under `tf.function`).
 
-The per-sample factors are known only after D's forward pass, so both primitives accept the
-factor as a zero-argument callable that is evaluated when the backward pass runs (in the same
-trace under `tf.function`).
+* `scale_gradient(x, factor)` is FusedProp's identity between G and D: its backward multiplies
+  the gradient of sample i by `factor[i]`.
+* `ParameterGradientScaling` is InvFusedProp's: a `DeferredFactor` that is also a scope. The
+  layers of `tf_fusedprop.layers` called inside it form their parameter gradients from the
+  upstream gradient multiplied per sample by the factor (`scaled_dense`, `scaled_conv2d`),
+  while the gradient passed on to their input stays unscaled.
+
+Factor arithmetic runs in at least float32, also when the gradients are float16/bfloat16
+(mixed precision): a factor such as exp(12) does not fit float16, but its product with the
+small gradient it multiplies does.
 """
 
-import contextlib
 import threading
 
 import tensorflow as tf
 
 __all__ = [
-    "ParameterGradientScale",
-    "active_parameter_gradient_scale",
-    "parameter_gradient_scaling",
+    "DeferredFactor",
+    "ParameterGradientScaling",
+    "active_parameter_gradient_scaling",
     "per_sample",
     "scale_gradient",
-    "scaled_dense",
+    "scale_per_sample",
     "scaled_conv2d",
+    "scaled_dense",
 ]
 
 
-def _resolve(scale):
-    return scale() if callable(scale) else scale
-
-
-def per_sample(scale, like):
+def per_sample(factor, like):
     """Reshapes a `[batch]` factor so that it broadcasts over the other axes of `like`."""
-    scale = tf.cast(scale, like.dtype)
+    factor = tf.cast(factor, like.dtype)
     ones = tf.ones([tf.rank(like) - 1], dtype=tf.int32)
-    return tf.reshape(scale, tf.concat([[-1], ones], axis=0))
+    return tf.reshape(factor, tf.concat([[-1], ones], axis=0))
 
 
-def scale_gradient(x, scale):
-    """Identity in the forward pass; multiplies the incoming gradient by `scale` per sample.
+def scale_per_sample(gradient, factor):
+    """`gradient * factor[i]` for each sample i, computed in at least float32.
+
+    The result has `gradient`'s dtype. A factor that does not fit a narrow dtype (float16's
+    largest value is 65504) no longer turns the product into inf.
+    """
+    wide = tf.cast(gradient, gradient.dtype if gradient.dtype.size >= 4 else tf.float32)
+    return tf.cast(wide * per_sample(factor, wide), gradient.dtype)
+
+
+class DeferredFactor:
+    """A per-sample factor that is captured by a backward pass before its value exists.
+
+    Create it, build the forward pass with ops that capture it, `set` the `[batch]` value once
+    it can be computed, then run the backward pass. One instance belongs to one step of one
+    replica (under `tf.function`, to one trace).
+    """
+
+    def __init__(self):
+        self._value = None
+
+    def set(self, value):
+        """Sets the `[batch]` factor; it is a constant of the backward pass (no gradient)."""
+        self._value = tf.stop_gradient(tf.convert_to_tensor(value))
+
+    def get(self):
+        """The factor; raises RuntimeError if it was never set."""
+        if self._value is None:
+            raise RuntimeError(
+                "A backward pass needed the per-sample factor before it was set. Call "
+                "`factor.set(value)` between the forward and the backward pass."
+            )
+        return self._value
+
+
+def _factor_value(factor):
+    return factor.get() if isinstance(factor, DeferredFactor) else tf.stop_gradient(factor)
+
+
+def scale_gradient(x, factor):
+    """Identity in the forward pass; multiplies the incoming gradient by `factor` per sample.
 
     Args:
       x: a tensor whose first axis is the batch.
-      scale: a `[batch]` tensor (one factor per sample, broadcast over the other axes of `x`),
-        or a zero-argument callable returning one. A callable is evaluated during the backward
-        pass, which lets the factor depend on values computed *after* `x` (FusedProp's lambda
-        depends on D's output). No gradient flows into `scale`.
+      factor: a `[batch]` tensor (one factor per sample, broadcast over the other axes of `x`)
+        or a `DeferredFactor` set before the backward pass runs, which lets the factor depend
+        on values computed *after* `x` (FusedProp's lambda depends on D's output). No gradient
+        flows into the factor.
 
     Returns:
       A tensor equal to `x`.
@@ -54,66 +96,44 @@ def scale_gradient(x, scale):
     @tf.custom_gradient
     def _identity(value):
         def grad(upstream):
-            return upstream * per_sample(tf.stop_gradient(_resolve(scale)), upstream)
+            return scale_per_sample(upstream, _factor_value(factor))
 
         return tf.identity(value), grad
 
     return _identity(x)
 
 
-class ParameterGradientScale:
-    """Holder of the per-sample factor used by the layers inside `parameter_gradient_scaling`.
-
-    `scale` is a `[batch]` tensor, or a zero-argument callable returning one; it must be set
-    (with `set`) before the backward pass runs. One holder belongs to one step of one replica.
-    """
-
-    def __init__(self):
-        self._scale = None
-
-    def set(self, scale):
-        """Sets the `[batch]` factor (tensor or callable) read by the layers' backward pass."""
-        self._scale = scale
-
-    def get(self):
-        """Returns the factor as a tensor; raises if it was never set."""
-        if self._scale is None:
-            raise RuntimeError(
-                "A parameter-gradient-scaling layer ran its backward pass before the "
-                "per-sample factor was set. Call `scale.set(factor)` between the forward "
-                "and the backward pass."
-            )
-        return tf.stop_gradient(_resolve(self._scale))
-
-
-# Layers cannot receive the holder as a call argument through Sequential/Functional models,
-# so the active scope is found per thread: tf.distribute runs each replica in its own thread,
+# Layers cannot receive the scope as a call argument through Sequential/Functional models, so
+# the active scope is found per thread: tf.distribute runs each replica in its own thread,
 # which keeps replicas apart; a plain module global would not.
-_scope = threading.local()
+_active = threading.local()
 
 
-def active_parameter_gradient_scale():
-    """Returns the `ParameterGradientScale` of the innermost active scope, or None."""
-    stack = getattr(_scope, "stack", None)
-    return stack[-1] if stack else None
+def active_parameter_gradient_scaling():
+    """The innermost `ParameterGradientScaling` entered in this thread, or None."""
+    return getattr(_active, "scope", None)
 
 
-@contextlib.contextmanager
-def parameter_gradient_scaling():
-    """Scope in which capable layers scale their parameter gradients per sample.
+class ParameterGradientScaling(DeferredFactor):
+    """Scope in which capable layers scale their parameter gradients per sample by this factor.
 
-    Yields a fresh `ParameterGradientScale`; set its factor after the forward pass and before
-    the backward pass. Layers called outside any scope are plain Keras layers.
+        with ops.ParameterGradientScaling() as scaling:
+            logits = discriminator(x)        # layers of tf_fusedprop.layers capture `scaling`
+        scaling.set(per_sample_factor)       # after the forward pass ...
+        grads = tape.gradient(loss, params)  # ... and before the backward pass
+
+    Entering saves the scope active before and exiting restores it (scopes nest), per thread.
+    Layers called outside any scope are plain Keras layers.
     """
-    holder = ParameterGradientScale()
-    stack = getattr(_scope, "stack", None)
-    if stack is None:
-        stack = _scope.stack = []
-    stack.append(holder)
-    try:
-        yield holder
-    finally:
-        stack.pop()
+
+    def __enter__(self):
+        self._previous = active_parameter_gradient_scaling()
+        _active.scope = self
+        return self
+
+    def __exit__(self, *exc_info):
+        _active.scope = self._previous
+        return False
 
 
 def _as_tensors(inputs, kernel, bias):
@@ -124,11 +144,11 @@ def _as_tensors(inputs, kernel, bias):
     return (inputs,) + tuple(tf.convert_to_tensor(p) for p in params)
 
 
-def scaled_dense(inputs, kernel, bias, holder):
+def scaled_dense(inputs, kernel, bias, factor):
     """`inputs @ kernel + bias` whose kernel/bias gradients use the per-sample scaled upstream.
 
     The gradient with respect to `inputs` is the ordinary one. `inputs` may have any rank >= 2
-    (batch first); `bias` may be None.
+    (batch first); `bias` may be None; `factor` is a `DeferredFactor` (or `[batch]` tensor).
     """
 
     @tf.custom_gradient
@@ -140,7 +160,7 @@ def scaled_dense(inputs, kernel, bias, holder):
         y = tf.reshape(y2, tf.concat([tf.shape(x)[:-1], tf.shape(w)[1:]], axis=0))
 
         def grad(upstream):
-            scaled = upstream * per_sample(holder.get(), upstream)
+            scaled = scale_per_sample(upstream, _factor_value(factor))
             upstream2 = tf.reshape(upstream, tf.shape(y2))
             scaled2 = tf.reshape(scaled, tf.shape(y2))
             dx = tf.reshape(tf.matmul(upstream2, w, transpose_b=True), tf.shape(x))
@@ -154,11 +174,12 @@ def scaled_dense(inputs, kernel, bias, holder):
     return _dense(*_as_tensors(inputs, kernel, bias))
 
 
-def scaled_conv2d(inputs, kernel, bias, holder, strides, padding, dilations):
+def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
     """NHWC 2-D convolution (+ bias) whose kernel/bias gradients use the per-sample scaled upstream.
 
-    `strides` and `dilations` are `(h, w)` pairs, `padding` is "same" or "valid". The gradient
-    with respect to `inputs` is the ordinary one.
+    `strides` and `dilations` are `(h, w)` pairs, `padding` is "same" or "valid"; `factor` is
+    a `DeferredFactor` (or `[batch]` tensor). The gradient with respect to `inputs` is the
+    ordinary one.
     """
     strides4 = [1, strides[0], strides[1], 1]
     dilations4 = [1, dilations[0], dilations[1], 1]
@@ -171,7 +192,7 @@ def scaled_conv2d(inputs, kernel, bias, holder, strides, padding, dilations):
             y = tf.nn.bias_add(y, b[0])
 
         def grad(upstream):
-            scaled = upstream * per_sample(holder.get(), upstream)
+            scaled = scale_per_sample(upstream, _factor_value(factor))
             dx = tf.raw_ops.Conv2DBackpropInput(
                 input_sizes=tf.shape(x), filter=w, out_backprop=upstream,
                 strides=strides4, padding=padding, dilations=dilations4,

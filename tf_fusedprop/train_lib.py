@@ -46,6 +46,7 @@ from tf_fusedprop import data as fp_data
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import metrics as fp_metrics
 from tf_fusedprop import networks as fp_networks
+from tf_fusedprop import steps as fp_steps
 from tf_fusedprop.gan import FusedPropGAN
 
 __all__ = ["ConfigError", "MIXED_PRECISION", "default_workdir", "train", "validate"]
@@ -186,11 +187,11 @@ def validate(config):
         f"unknown loss: received config.loss={config.loss!r}; expected one of {', '.join(fp_losses.names())}.",
     )
     _check(
-        config.form in fp_losses.FORMS,
-        f"unknown form: received config.form={config.form!r}; expected one of {', '.join(fp_losses.FORMS)}.",
+        config.form in fp_steps.FORMS,
+        f"unknown form: received config.form={config.form!r}; expected one of {', '.join(fp_steps.FORMS)}.",
     )
     try:
-        fp_losses.check_form(config.loss, config.form)
+        fp_steps.check_form(config.loss, config.form)
     except ValueError as err:
         raise ConfigError(
             f"invalid (loss, form) pair: {err} (received loss={config.loss!r}, form={config.form!r})"

@@ -3,6 +3,7 @@
 * `sngan`: SNGAN's standard CNN for 32x32 images (FusedProp paper, Table 2, "CNN").
 * `resnet`: SNGAN's ResNet for 32x32 images (FusedProp paper, Table 2, "ResNet").
 * `small`: a DCGAN-style pair for 16x16 digits and MLPs for 2-D toys, for CPU-sized runs.
+* `variable_dtype`: the dtype a model's inputs and D's last layer use under a dtype policy.
 
 Every builder returns a functional `keras.Model`. Generators map `(batch, latent_dim)` latents
 to samples (images in [-1, 1]); discriminators map samples to `(batch, 1)` raw logits and are
@@ -10,6 +11,7 @@ built only from `tf_fusedprop.layers` Conv2D/Dense with no normalization layers,
 training form applies to them.
 """
 
+from tf_fusedprop.networks.dtypes import variable_dtype
 from tf_fusedprop.networks.resnet import GlobalSumPooling2D, resnet_discriminator, resnet_generator
 from tf_fusedprop.networks.small import digits_discriminator, digits_generator, mlp_discriminator, mlp_generator
 from tf_fusedprop.networks.sngan import cnn_discriminator, cnn_generator
@@ -26,6 +28,7 @@ __all__ = [
     "names",
     "resnet_discriminator",
     "resnet_generator",
+    "variable_dtype",
 ]
 
 _REGISTRY = {

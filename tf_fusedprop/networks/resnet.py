@@ -9,7 +9,7 @@ of the FusedProp paper's Table 2 (CIFAR-10). Upsampling is nearest-neighbour, do
 import keras
 
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.networks.sngan import _variable_dtype
+from tf_fusedprop.networks.dtypes import variable_dtype
 
 __all__ = ["GlobalSumPooling2D", "resnet_generator", "resnet_discriminator"]
 
@@ -79,7 +79,7 @@ def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None
       A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents to
       `(batch, 8*bottom, 8*bottom, channels)` images in [-1, 1].
     """
-    z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
+    z = keras.Input((latent_dim,), dtype=variable_dtype(dtype), name="z")
     x = keras.layers.Dense(bottom * bottom * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, width), dtype=dtype)(x)
     for _ in range(3):
@@ -110,12 +110,12 @@ def resnet_discriminator(input_shape=(32, 32, 3), width=128, spectral_norm=True,
       A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images to
       `(batch, 1)` raw logits.
     """
-    x = inputs = keras.Input(input_shape, dtype=_variable_dtype(dtype), name="images")
+    x = inputs = keras.Input(input_shape, dtype=variable_dtype(dtype), name="images")
     x = _dis_block(x, width, spectral_norm, dtype, first=True)
     x = _dis_block(x, width, spectral_norm, dtype)
     x = _dis_block(x, width, spectral_norm, dtype, downsample=False)
     x = _dis_block(x, width, spectral_norm, dtype, downsample=False)
     x = keras.layers.ReLU(dtype=dtype)(x)
     x = GlobalSumPooling2D(dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")

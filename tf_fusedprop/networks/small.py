@@ -4,7 +4,7 @@ MLPs for 2-D toy distributions (Gaussian mixtures)."""
 import keras
 
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.networks.sngan import _variable_dtype
+from tf_fusedprop.networks.dtypes import variable_dtype
 
 __all__ = ["digits_generator", "digits_discriminator", "mlp_generator", "mlp_discriminator"]
 
@@ -33,7 +33,7 @@ def digits_generator(latent_dim=32, image_size=16, channels=1, width=32, dtype=N
     """
     _check_image_size(image_size)
     bottom = image_size // 4
-    z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
+    z = keras.Input((latent_dim,), dtype=variable_dtype(dtype), name="z")
     x = keras.layers.Dense(bottom * bottom * 2 * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, 2 * width), dtype=dtype)(x)
     x = keras.layers.BatchNormalization(dtype=dtype)(x)
@@ -65,12 +65,12 @@ def digits_discriminator(image_size=16, channels=1, width=32, spectral_norm=True
       images to `(batch, 1)` raw logits.
     """
     _check_image_size(image_size)
-    x = inputs = keras.Input((image_size, image_size, channels), dtype=_variable_dtype(dtype), name="images")
+    x = inputs = keras.Input((image_size, image_size, channels), dtype=variable_dtype(dtype), name="images")
     for filters in (width, 2 * width):
         x = fp_layers.Conv2D(filters, 4, strides=2, padding="same", spectral_norm=spectral_norm, dtype=dtype)(x)
         x = keras.layers.LeakyReLU(0.2, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")
 
 
@@ -90,7 +90,7 @@ def mlp_generator(latent_dim=2, output_dim=2, units=128, hidden_layers=3, output
       A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents to
       `(batch, output_dim)` samples (in [-1, 1] with the default tanh).
     """
-    x = z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
+    x = z = keras.Input((latent_dim,), dtype=variable_dtype(dtype), name="z")
     for _ in range(hidden_layers):
         x = keras.layers.Dense(units, activation="relu", dtype=dtype)(x)
     x = keras.layers.Dense(output_dim, activation=output_activation, dtype=dtype)(x)
@@ -116,9 +116,9 @@ def mlp_discriminator(input_dim=2, units=128, hidden_layers=3, spectral_norm=Fal
       A `keras.Model` named "discriminator" mapping `(batch, input_dim)` samples to `(batch, 1)`
       raw logits.
     """
-    x = inputs = keras.Input((input_dim,), dtype=_variable_dtype(dtype), name="samples")
+    x = inputs = keras.Input((input_dim,), dtype=variable_dtype(dtype), name="samples")
     for _ in range(hidden_layers):
         x = fp_layers.Dense(units, spectral_norm=spectral_norm, dtype=dtype)(x)
         x = keras.layers.LeakyReLU(0.2, dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")

@@ -7,21 +7,12 @@ Table 3 (a) and (b), the "CNN" rows of the FusedProp paper's Table 2 (CIFAR-10).
 import keras
 
 from tf_fusedprop import layers as fp_layers
+from tf_fusedprop.networks.dtypes import variable_dtype
 
 __all__ = ["cnn_generator", "cnn_discriminator"]
 
 # (kernel size, stride, channel multiplier of `width`) of each discriminator convolution.
 _DISCRIMINATOR_CONVS = ((3, 1, 1), (4, 2, 1), (3, 1, 2), (4, 2, 2), (3, 1, 4), (4, 2, 4), (3, 1, 8))
-
-
-def _variable_dtype(dtype):
-    """The float dtype of the variables of dtype policy `dtype` (float32 for mixed policies).
-
-    Used for the models' inputs and for the discriminators' last Dense, so that logits keep
-    float32 precision under mixed precision.
-    """
-    policy = keras.config.dtype_policy() if dtype is None else keras.dtype_policies.get(dtype)
-    return policy.variable_dtype
 
 
 def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None):
@@ -44,7 +35,7 @@ def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None):
     """
     if width < 8 or width % 8:
         raise ValueError(f"cnn_generator needs width to be a positive multiple of 8. Received: width={width}.")
-    z = keras.Input((latent_dim,), dtype=_variable_dtype(dtype), name="z")
+    z = keras.Input((latent_dim,), dtype=variable_dtype(dtype), name="z")
     x = keras.layers.Dense(bottom * bottom * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, width), dtype=dtype)(x)
     x = keras.layers.BatchNormalization(dtype=dtype)(x)
@@ -77,7 +68,7 @@ def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dty
       A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images to
       `(batch, 1)` raw logits.
     """
-    x = inputs = keras.Input(input_shape, dtype=_variable_dtype(dtype), name="images")
+    x = inputs = keras.Input(input_shape, dtype=variable_dtype(dtype), name="images")
     for kernel_size, strides, multiplier in _DISCRIMINATOR_CONVS:
         x = fp_layers.Conv2D(
             multiplier * width, kernel_size, strides=strides, padding="same",
@@ -85,5 +76,5 @@ def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dty
         )(x)
         x = keras.layers.LeakyReLU(0.1, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=_variable_dtype(dtype))(x)
+    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")

@@ -1,4 +1,5 @@
-"""Exactness of every single-pass form against two-tape SimGD, and the refusals."""
+"""The forms: exactness of every single-pass form against two-tape SimGD, the conventional
+steps, the (loss, form) checks and the refusals."""
 
 import itertools
 
@@ -8,13 +9,13 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_fusedprop as fp
-from tf_fusedprop import gradients
+from tf_fusedprop import losses, steps
 from tests import testing_utils as tu
 
 VALID_PAIRS = [
     (loss, form)
     for loss, form in itertools.product(fp.losses.names(), ("fused", "inverse", "adaptive", "simultaneous"))
-    if fp.losses.get(loss).supports(form)
+    if steps.supports(loss, form)
 ]
 
 
@@ -55,7 +56,7 @@ class ExactnessTest(tf.test.TestCase, parameterized.TestCase):
         generator, discriminator = tu.tiny_pair()
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
-        result = gradients.simgd_step(generator, discriminator, real, z, "least_squares", "adaptive")
+        result = steps.simgd_step(generator, discriminator, real, z, "least_squares", "adaptive")
         state.restore()
         y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
         self.assertAllClose(result.real_logits, y[:6])
@@ -100,6 +101,46 @@ class SaturationTest(tf.test.TestCase, parameterized.TestCase):
         self.assertGreater(scale, 0.0)
         for a, b in zip(in32, in64):
             self.assertAllClose(a, b, rtol=1e-5, atol=1e-6 * scale)
+
+
+class FormCheckTest(tf.test.TestCase):
+    def test_hinge_refuses_fused(self):
+        hinge = losses.get("hinge")
+        self.assertFalse(steps.supports(hinge, "fused"))
+        self.assertTrue(steps.supports(hinge, "inverse"))
+        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'. Use one of: inverse"):
+            steps.check_form("hinge", "fused")
+
+    def test_unknown_form(self):
+        with self.assertRaisesRegex(ValueError, "Received: form='fast'"):
+            steps.check_form("minimax", "fast")
+        self.assertFalse(steps.supports("minimax", "fast"))
+
+
+class ConventionalStepTest(tf.test.TestCase):
+    """`discriminator_step` and `generator_step` give each player's gradient of its own loss."""
+
+    def test_discriminator_step(self):
+        generator, discriminator = tu.tiny_pair(spectral_norm=False)
+        real, z = tu.tiny_batch()
+        result = steps.discriminator_step(generator, discriminator, real, z, "nonsaturating")
+        expected, _ = two_tape_simgd(generator, discriminator, real, z, "nonsaturating")
+        self.assertLess(tu.max_relative_difference(result.d_grads, expected), 1e-6)
+
+    def test_generator_step_forms_discriminator_gradients_only_on_request(self):
+        generator, discriminator = tu.tiny_pair(spectral_norm=False)
+        _, z = tu.tiny_batch()
+        efficient = steps.generator_step(generator, discriminator, z, "nonsaturating")
+        paper_style = steps.generator_step(generator, discriminator, z, "nonsaturating", discriminator_gradients=True)
+        self.assertIsNone(efficient.d_grads)
+        self.assertLen(paper_style.d_grads, len(discriminator.trainable_variables))
+        with tf.GradientTape(persistent=True) as tape:
+            logits = tf.reshape(discriminator(generator(z, training=True), training=True), [-1])
+            g_loss = tf.reduce_mean(tf.nn.softplus(-logits))
+        self.assertLess(tu.max_relative_difference(efficient.g_grads, tape.gradient(g_loss, generator.trainable_variables)), 1e-6)
+        self.assertLess(
+            tu.max_relative_difference(paper_style.d_grads, tape.gradient(g_loss, discriminator.trainable_variables)), 1e-6
+        )
 
 
 class RefusalTest(tf.test.TestCase, parameterized.TestCase):

@@ -46,7 +46,7 @@ class LatentsFromList(fp.FusedPropGAN):
         return self._latents.pop(0)
 
 
-class FitTest(tf.test.TestCase, parameterized.TestCase):
+class FitTest(tu.TestCase):
     @parameterized.product(form=FORMS, iter_size=(1, 2))
     def test_every_form_trains_with_fit(self, form, iter_size):
         loss = "hinge" if form == "inverse" else "nonsaturating"
@@ -75,7 +75,7 @@ class FitTest(tf.test.TestCase, parameterized.TestCase):
         self.assertIsInstance(gan.d_optimizer, keras.optimizers.Adam)
 
 
-class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
+class ExactStepTest(tu.TestCase):
     @parameterized.parameters("fused", "inverse", "adaptive", "simultaneous")
     def test_sgd_step_is_minus_lr_times_compute_gradients(self, form):
         lr = 0.1
@@ -92,7 +92,7 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
             self.assertAllClose(actual, want, rtol=1e-6, atol=1e-7)
 
 
-class AccumulationTest(tf.test.TestCase, parameterized.TestCase):
+class AccumulationTest(tu.TestCase):
     @parameterized.parameters("fused", "inverse", "alternating")
     def test_iter_size_4_equals_one_big_batch_with_adam(self, form):
         data = images(96)
@@ -141,7 +141,7 @@ class AccumulationTest(tf.test.TestCase, parameterized.TestCase):
         self.assertFalse(accumulator.shadows[0].trainable)
 
 
-class ErrorTest(tf.test.TestCase):
+class ErrorTest(tu.TestCase):
     def test_batch_not_divisible_by_iter_size(self):
         gan = make_gan(iter_size=3)
         with self.assertRaisesRegex(ValueError, "divisible by iter_size=3. Received: batch size 8"):
@@ -162,7 +162,7 @@ class ErrorTest(tf.test.TestCase):
             gan.fit(images(8), batch_size=8, verbose=0)
 
 
-class SavingTest(tf.test.TestCase):
+class SavingTest(tu.TestCase):
     def test_save_load_continue_equals_straight_through(self):
         data = images(32)
         straight = make_gan("inverse", spectral_norm=True, batch_norm=True)
@@ -225,7 +225,7 @@ print("REPLICA_LATENTS_DIFFER", not np.allclose(z0, z1))
 """
 
 
-class MirroredStrategyTest(tf.test.TestCase):
+class MirroredStrategyTest(tu.TestCase):
     def test_accumulation_under_mirrored_strategy(self):
         result = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT], capture_output=True, text=True, cwd=ROOT,
                                 env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})

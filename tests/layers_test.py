@@ -6,6 +6,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import layers, ops
+from tests import testing_utils as tu
 
 LAYERS = {
     "dense": (lambda **kw: layers.Dense(3, activation="relu", **kw), lambda: keras.layers.Dense(3, activation="relu"), [4, 5]),
@@ -31,7 +32,7 @@ def fixed_singular_vectors(kernel, u):
     return u / np.linalg.norm(u), v
 
 
-class PlainBehaviourTest(tf.test.TestCase, parameterized.TestCase):
+class PlainBehaviourTest(tu.TestCase):
     @parameterized.parameters(*LAYERS)
     def test_equals_keras_layer_outside_a_scope(self, name):
         ours_fn, keras_fn, shape = LAYERS[name]
@@ -71,7 +72,7 @@ class PlainBehaviourTest(tf.test.TestCase, parameterized.TestCase):
         self.assertFalse(layers.supports_parameter_gradient_scaling(keras.layers.Dense(1)))
 
 
-class SpectralNormTest(tf.test.TestCase, parameterized.TestCase):
+class SpectralNormTest(tu.TestCase):
     @parameterized.parameters(*LAYERS)
     def test_gradient_is_autodiff_of_normalized_kernel_with_fixed_u_v(self, name):
         ours_fn, keras_fn, shape = LAYERS[name]
@@ -130,7 +131,7 @@ class SpectralNormTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(tape.gradient(scaled, layer.kernel), plain_tape.gradient(plain, layer.kernel))
 
 
-class SerializationTest(tf.test.TestCase):
+class SerializationTest(tu.TestCase):
     def test_get_config_round_trip(self):
         for layer in (layers.Dense(3, spectral_norm=True, activation="tanh"), layers.Conv2D(2, 3, spectral_norm=True, padding="same")):
             clone = type(layer).from_config(layer.get_config())

@@ -5,6 +5,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import losses
+from tests import testing_utils as tu
 
 Y = np.array([-3.0, -1.5, -0.7, -0.2, 0.3, 0.8, 1.7, 4.0])
 softplus = lambda x: np.log1p(np.exp(x))  # noqa: E731
@@ -26,7 +27,7 @@ def derivatives(loss, y):
     return tape.gradient(d_fake, y).numpy(), tape.gradient(g, y).numpy()
 
 
-class LossTest(tf.test.TestCase, parameterized.TestCase):
+class LossTest(tu.TestCase):
     @parameterized.parameters(*losses.names())
     def test_values_match_table_1(self, name):
         loss = losses.get(name)

@@ -7,6 +7,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import ops
+from tests import testing_utils as tu
 
 SCALE = np.array([2.0, -0.5, 0.0, 3.0])
 
@@ -31,7 +32,7 @@ def conv(x, w, b):
     return tf.nn.conv2d(x, w, strides=[1, 2, 2, 1], padding="SAME") + b
 
 
-class ScaleGradientTest(tf.test.TestCase, parameterized.TestCase):
+class ScaleGradientTest(tu.TestCase):
     @parameterized.parameters(False, True)
     def test_identity_forward_and_scaled_backward(self, deferred):
         x = tf.random.normal([4, 3, 2])
@@ -66,7 +67,7 @@ class ScaleGradientTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(grad(x), np.broadcast_to(SCALE[:, None], [4, 5]))
 
 
-class ParameterGradientScalingTest(tf.test.TestCase, parameterized.TestCase):
+class ParameterGradientScalingTest(tu.TestCase):
     CASES = {
         "dense": (dense, ops.scaled_dense, [4, 5], [5, 3]),
         "dense_rank3": (dense, ops.scaled_dense, [4, 2, 5], [5, 3]),

@@ -33,7 +33,7 @@ def two_tape_simgd(generator, discriminator, real, z, loss):
     )
 
 
-class ExactnessTest(tf.test.TestCase, parameterized.TestCase):
+class ExactnessTest(tu.TestCase):
     @parameterized.product(pair=VALID_PAIRS, spectral_norm=(False, True), dtype=("float32", "float64"))
     def test_matches_two_tape_simgd(self, pair, spectral_norm, dtype):
         loss, form = pair
@@ -74,7 +74,7 @@ def saturated_discriminator(logit, dtype):
     return discriminator
 
 
-class SaturationTest(tf.test.TestCase, parameterized.TestCase):
+class SaturationTest(tu.TestCase):
     """At |y| = 100 in float32 no form may produce NaN; the forms named in the guide stay exact."""
 
     def _grads(self, logit, dtype, form, loss="nonsaturating"):
@@ -103,7 +103,7 @@ class SaturationTest(tf.test.TestCase, parameterized.TestCase):
             self.assertAllClose(a, b, rtol=1e-5, atol=1e-6 * scale)
 
 
-class FormCheckTest(tf.test.TestCase):
+class FormCheckTest(tu.TestCase):
     def test_hinge_refuses_fused(self):
         hinge = losses.get("hinge")
         self.assertFalse(steps.supports(hinge, "fused"))
@@ -117,7 +117,7 @@ class FormCheckTest(tf.test.TestCase):
         self.assertFalse(steps.supports("minimax", "fast"))
 
 
-class ConventionalStepTest(tf.test.TestCase):
+class ConventionalStepTest(tu.TestCase):
     """`discriminator_step` and `generator_step` give each player's gradient of its own loss."""
 
     def test_discriminator_step(self):
@@ -143,7 +143,7 @@ class ConventionalStepTest(tf.test.TestCase):
         )
 
 
-class RefusalTest(tf.test.TestCase, parameterized.TestCase):
+class RefusalTest(tu.TestCase):
     def setUp(self):
         super().setUp()
         self.generator, self.discriminator = tu.tiny_pair()

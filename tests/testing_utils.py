@@ -1,13 +1,22 @@
-"""Tiny networks and helpers shared by the tests (8x8 images, a few channels)."""
+"""The suite's base class, tiny networks and helpers shared by the tests (8x8 images)."""
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl.testing import parameterized
 
 from tf_fusedprop import layers as fp_layers
 
 LATENT = 4
 IMAGE = (8, 8, 3)
+
+
+class TestCase(tf.test.TestCase, parameterized.TestCase):
+    """The one base class of the suite: TensorFlow's tensor assertions (`assertAllClose`...),
+    temporary directories (`get_temp_dir`) and absl's `parameterized` decorators."""
+
+    # tf.test.TestCase's deprecated `test_session` would be collected as an always-skipped test.
+    test_session = None
 
 
 def tiny_generator(dtype="float32", batch_norm=True):

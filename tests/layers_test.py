@@ -1,5 +1,9 @@
 """InvFusedProp layers: plain behaviour outside a scope, spectral norm semantics, config."""
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -7,6 +11,8 @@ from absl.testing import parameterized
 
 from tf_fusedprop import layers, ops
 from tests import testing_utils as tu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LAYERS = {
     "dense": (lambda **kw: layers.Dense(3, activation="relu", **kw), lambda: keras.layers.Dense(3, activation="relu"), [4, 5]),
@@ -70,6 +76,45 @@ class PlainBehaviourTest(tu.TestCase):
     def test_marked_capable(self):
         self.assertTrue(layers.supports_parameter_gradient_scaling(layers.Dense(1)))
         self.assertFalse(layers.supports_parameter_gradient_scaling(keras.layers.Dense(1)))
+
+
+DILATED_SCRIPT = """
+import sys
+import keras, numpy as np, tensorflow as tf
+import tf_fusedprop as fp
+from tests import testing_utils as tu
+for dtype in ("float32", "float64"):
+    keras.utils.set_random_seed(0)
+    discriminator = keras.Sequential([
+        keras.Input(tu.IMAGE, dtype=dtype),
+        fp.layers.Conv2D(4, 3, dilation_rate=2, padding="same", spectral_norm=True, dtype=dtype),
+        keras.layers.LeakyReLU(0.1, dtype=dtype), keras.layers.Flatten(dtype=dtype), fp.layers.Dense(1, dtype=dtype),
+    ])
+    generator = tu.tiny_generator(dtype)
+    real, z = tu.tiny_batch(dtype=dtype)
+    state = tu.StateSnapshot(generator, discriminator)
+    d_ref, g_ref = fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", "simultaneous")
+    for form in ("inverse", "adaptive"):
+        for run in (fp.compute_gradients, tf.function(fp.compute_gradients)):
+            state.restore()
+            d, g = run(generator, discriminator, real, z, "nonsaturating", form)
+            print("DIFF", dtype, form, tu.max_relative_difference(list(d) + list(g), list(d_ref) + list(g_ref)))
+"""
+
+
+class DilatedConvolutionTest(tu.TestCase):
+    """Dilated convolutions are exact under the inverse forms with oneDNN on and off (TF's own
+    CPU kernels refuse dilated Conv2DBackpropInput), in float32 and float64."""
+
+    @parameterized.parameters("0", "1")
+    def test_exact_with_onednn(self, onednn):
+        env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn, "TF_CPP_MIN_LOG_LEVEL": "3"}
+        result = subprocess.run([sys.executable, "-c", DILATED_SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        diffs = [line.split() for line in result.stdout.splitlines() if line.startswith("DIFF")]
+        self.assertLen(diffs, 8)
+        for _, dtype, form, diff in diffs:
+            self.assertLess(float(diff), 1e-5 if dtype == "float32" else 1e-10, msg=f"{dtype} {form} oneDNN={onednn}")
 
 
 class SpectralNormTest(tu.TestCase):

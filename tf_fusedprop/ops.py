@@ -180,27 +180,46 @@ def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
     `strides` and `dilations` are `(h, w)` pairs, `padding` is "same" or "valid"; `factor` is
     a `DeferredFactor` (or `[batch]` tensor). The gradient with respect to `inputs` is the
     ordinary one.
+
+    A dilated convolution runs as `tf.nn.convolution` (what Keras runs) and its two gradients
+    are that op's autodiff: TensorFlow's CPU kernels of `Conv2DBackpropInput` refuse dilation
+    rates above 1 unless oneDNN handles them (float32/bfloat16 only).
     """
     strides4 = [1, strides[0], strides[1], 1]
     dilations4 = [1, dilations[0], dilations[1], 1]
     padding = padding.upper()
+    dilated = tuple(dilations) != (1, 1)
+
+    def convolve(x, w):
+        if dilated:
+            return tf.nn.convolution(x, w, strides=strides, padding=padding, dilations=dilations)
+        return tf.nn.conv2d(x, w, strides=strides4, padding=padding, dilations=dilations4)
+
+    def backward(x, w, upstream, scaled):
+        if dilated:
+            with tf.GradientTape(persistent=True) as tape:
+                tape.watch([x, w])
+                y = convolve(x, w)  # pruned in graph mode: the gradients need x and w only
+            return tape.gradient(y, x, output_gradients=upstream), tape.gradient(y, w, output_gradients=scaled)
+        dx = tf.raw_ops.Conv2DBackpropInput(
+            input_sizes=tf.shape(x), filter=w, out_backprop=upstream,
+            strides=strides4, padding=padding, dilations=dilations4,
+        )
+        dw = tf.raw_ops.Conv2DBackpropFilter(
+            input=x, filter_sizes=tf.shape(w), out_backprop=scaled,
+            strides=strides4, padding=padding, dilations=dilations4,
+        )
+        return dx, dw
 
     @tf.custom_gradient
     def _conv(x, w, *b):
-        y = tf.nn.conv2d(x, w, strides=strides4, padding=padding, dilations=dilations4)
+        y = convolve(x, w)
         if b:
             y = tf.nn.bias_add(y, b[0])
 
         def grad(upstream):
             scaled = scale_per_sample(upstream, _factor_value(factor))
-            dx = tf.raw_ops.Conv2DBackpropInput(
-                input_sizes=tf.shape(x), filter=w, out_backprop=upstream,
-                strides=strides4, padding=padding, dilations=dilations4,
-            )
-            dw = tf.raw_ops.Conv2DBackpropFilter(
-                input=x, filter_sizes=tf.shape(w), out_backprop=scaled,
-                strides=strides4, padding=padding, dilations=dilations4,
-            )
+            dx, dw = backward(x, w, upstream, scaled)
             if b:
                 return dx, dw, tf.reduce_sum(scaled, axis=[0, 1, 2])
             return dx, dw

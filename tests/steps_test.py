@@ -143,6 +143,67 @@ class ConventionalStepTest(tu.TestCase):
         )
 
 
+def batch_mean_subtracted():
+    """A weight-free layer that couples samples: it subtracts the batch mean."""
+    return keras.layers.Lambda(lambda x: x - tf.reduce_mean(x, axis=0, keepdims=True), name="minus_batch_mean")
+
+
+def minibatch_std():
+    """Minibatch standard deviation (ProGAN): one feature shared by the whole batch."""
+    return keras.layers.Lambda(
+        lambda x: tf.concat([x, tf.ones_like(x[:, :1]) * tf.reduce_mean(tf.math.reduce_std(x, axis=0))], axis=1),
+        name="minibatch_std",
+    )
+
+
+class IndependenceProbeTest(tu.TestCase):
+    """Single-pass forms refuse a D that mixes samples, whatever layer does it."""
+
+    def setUp(self):
+        super().setUp()
+        self.generator = tu.tiny_generator()
+        self.real, self.z = tu.tiny_batch()
+
+    @parameterized.product(layer=(batch_mean_subtracted, minibatch_std), form=("fused", "inverse", "adaptive"))
+    def test_coupling_layers_are_refused(self, layer, form):
+        discriminator = tu.tiny_discriminator(extra=[layer()])
+        with self.assertRaisesRegex(ValueError, f"form='{form}' needs a discriminator that treats samples independently.*mixes them"):
+            fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", form)
+
+    def test_refused_while_tracing_a_tf_function(self):
+        discriminator = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
+        with self.assertRaisesRegex(ValueError, "mixes them"):
+            tf.function(fp.compute_gradients)(self.generator, discriminator, self.real, self.z, "nonsaturating", "fused")
+
+    def test_the_refused_gradients_would_be_wrong(self):
+        # What the probe prevents: with the check off, fused is far from SimGD on such a D.
+        discriminator = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
+        state = tu.StateSnapshot(self.generator, discriminator)
+        expected = fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "simultaneous")
+        state.restore()
+        actual = fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "fused",
+                                      check_independence=False)
+        self.assertGreater(tu.max_relative_difference(actual[1], expected[1]), 1e-2)
+
+    def test_per_sample_discriminators_pass(self):
+        with_dropout = tu.tiny_discriminator(spectral_norm=True, extra=[keras.layers.Dropout(0.5)])
+        for discriminator in (tu.tiny_discriminator(spectral_norm=True), with_dropout):
+            u = discriminator.non_trainable_variables[0].numpy()
+            x = self.generator(self.z, training=False)
+            self.assertEqual(steps.sample_coupling(discriminator, x), 0.0)
+            self.assertAllEqual(discriminator.non_trainable_variables[0], u)  # state restored
+            fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "adaptive")
+
+    def test_coupling_is_measured(self):
+        coupled = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
+        self.assertGreater(steps.sample_coupling(coupled, self.generator(self.z, training=False)), 1e-2)
+
+    def test_simultaneous_accepts_coupling(self):
+        discriminator = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
+        d_grads, _ = fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "simultaneous")
+        self.assertLen(d_grads, len(discriminator.trainable_variables))
+
+
 class RefusalTest(tu.TestCase):
     def setUp(self):
         super().setUp()

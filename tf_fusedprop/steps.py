@@ -16,6 +16,7 @@ only the rule that picks it (`SinglePassRule`): all fused, all inverse, or `loss
 
 import collections
 import contextlib
+import weakref
 
 import keras
 import tensorflow as tf
@@ -32,6 +33,7 @@ __all__ = [
     "StepResult",
     "check_discriminator",
     "check_form",
+    "check_sample_independence",
     "compute_gradients",
     "discriminator_logits",
     "discriminator_step",
@@ -121,6 +123,79 @@ def check_discriminator(discriminator, form):
             )
 
 
+#: Largest |d D(x)_j / d x_i| (j != i) relative to |d D(x)_i / d x_i| accepted as independent.
+INDEPENDENCE_TOLERANCE = 1e-4
+
+
+def sample_coupling(discriminator, x):
+    """How much D's outputs for the other samples move when sample 0 of `x` changes.
+
+    Two training-mode forward passes of D, on `x` (at least 2 samples) and on `x` with its
+    first sample replaced by noise, from the same state (spectral-norm vectors, batch
+    statistics and random-seed states are restored before each pass and after, so dropout
+    masks repeat): the largest change of the other samples' outputs relative to the change of
+    sample 0's. It is 0 for a D that treats samples independently, and clearly positive for
+    any cross-sample layer (batch statistics, a subtracted batch mean, minibatch std...).
+    """
+    x = tf.convert_to_tensor(x)
+    state = [(v, tf.identity(v)) for v in discriminator.non_trainable_variables]
+
+    def restore():
+        for variable, value in state:
+            variable.assign(value)
+
+    def outputs(inputs):
+        restore()
+        return tf.cast(tf.reshape(discriminator(inputs, training=True), [-1]), tf.float64)
+
+    noise = tf.random.stateless_normal(tf.shape(x[:1]), seed=[7, 11], dtype=x.dtype)
+    try:
+        before = outputs(x)
+        after = outputs(tf.concat([noise, x[1:]], axis=0))
+    finally:
+        restore()
+    own = float(tf.abs(after[0] - before[0]))
+    others = float(tf.reduce_max(tf.abs(after[1:] - before[1:])))
+    return others / own if own > 0 else (float("inf") if others > 0 else 0.0)
+
+
+_independent = weakref.WeakKeyDictionary()
+
+
+def check_sample_independence(discriminator, x, form):
+    """Raises ValueError if D's outputs for one sample depend on the other samples of `x`.
+
+    The single-pass forms are exact only for a D that treats samples independently; this is
+    the numerical probe behind that requirement (`sample_coupling`), run eagerly once per
+    discriminator (later calls return at once). `x` is a batch of at least 2 inputs of D.
+    """
+    if form not in SINGLE_PASS_FORMS or _independent.get(discriminator):
+        return
+    with tf.init_scope():  # eager, also when called while tracing a tf.function
+        coupling = sample_coupling(discriminator, tf.convert_to_tensor(x))
+    if coupling > INDEPENDENCE_TOLERANCE:
+        raise ValueError(
+            f"form={form!r} needs a discriminator that treats samples independently, but "
+            f"{discriminator.name!r} mixes them: its output for one sample moves when another "
+            f"sample changes (relative coupling {coupling:.2g}; a batch-statistics layer, batch "
+            "mean or minibatch std?). Make D per-sample, use form='simultaneous' or "
+            "'alternating', or pass check_independence=False if you know better."
+        )
+    _independent[discriminator] = True
+
+
+def probe_batch(generator, latent_shape, dtype=tf.float32):
+    """A small batch of D inputs for `check_sample_independence`: G's inference-mode output
+    on 4 random latents of `latent_shape` (None when that shape is not fully known)."""
+    latent_shape = tf.TensorShape(latent_shape)
+    if not latent_shape.is_fully_defined():
+        return None
+    with tf.init_scope():
+        latents = tf.random.stateless_normal([4] + latent_shape.as_list(), seed=[3, 5], dtype=dtype)
+        samples = generator(latents, training=False)
+        return tf.cast(samples, tf.float32) if samples.dtype.size < 4 else samples
+
+
 def discriminator_logits(discriminator, x):
     """D's training-mode output as a `[batch]` vector, cast up to float32 if narrower."""
     y = tf.reshape(discriminator(x, training=True), [-1])
@@ -160,12 +235,20 @@ def _concat_samples(real, fake):
     return tf.concat([real, tf.cast(fake, real.dtype)], axis=0)
 
 
-def _single_pass(generator, discriminator, real, z, loss, rule):
+def _gradient(tape, objective, sources, loss_scale):
+    """`tape.gradient(objective * loss_scale, sources)`: the scale seeds the backward pass."""
+    seed = None if loss_scale is None else tf.cast(loss_scale, objective.dtype)
+    return tape.gradient(objective, sources, output_gradients=seed)
+
+
+def _single_pass(generator, discriminator, real, z, loss, rule, loss_scale):
     n = tf.shape(real)[0]
     to_generator = ops.DeferredFactor()
     scaling = ops.ParameterGradientScaling() if rule.may_invert else contextlib.nullcontext()
     with tf.GradientTape() as tape:
-        fake = generator(z, training=True)
+        # Cast first: under mixed precision the factor then meets D's float32 input gradient,
+        # and only the product (G's own gradient) is rounded to G's narrower dtype.
+        fake = tf.cast(generator(z, training=True), real.dtype)
         if rule.may_fuse:
             fake = ops.scale_gradient(fake, to_generator)
         with scaling:
@@ -181,12 +264,12 @@ def _single_pass(generator, discriminator, real, z, loss, rule):
         real_term = tf.reduce_mean(loss.d_real(real_logits))
         d_fake_values, g_values = loss.d_fake(fake_logits), loss.g(fake_logits)
         objective = real_term + tf.reduce_mean(tf.where(fused, d_fake_values, g_values))
-    d_grads, g_grads = tape.gradient(objective, (discriminator.trainable_variables, generator.trainable_variables))
+    d_grads, g_grads = _gradient(tape, objective, (discriminator.trainable_variables, generator.trainable_variables), loss_scale)
     d_loss = real_term + tf.reduce_mean(d_fake_values)
     return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), real_logits, fake_logits)
 
 
-def _two_pass(generator, discriminator, real, z, loss):
+def _two_pass(generator, discriminator, real, z, loss, loss_scale):
     n = tf.shape(real)[0]
     with tf.GradientTape(persistent=True) as tape:
         fake = generator(z, training=True)
@@ -194,16 +277,20 @@ def _two_pass(generator, discriminator, real, z, loss):
         real_logits, fake_logits = logits[:n], logits[n:]
         d_loss = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(loss.d_fake(fake_logits))
         g_loss = tf.reduce_mean(loss.g(fake_logits))
-    d_grads = tape.gradient(d_loss, discriminator.trainable_variables)
-    g_grads = tape.gradient(g_loss, generator.trainable_variables)
+    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, loss_scale)
+    g_grads = _gradient(tape, g_loss, generator.trainable_variables, loss_scale)
     del tape
     return StepResult(d_grads, g_grads, d_loss, g_loss, real_logits, fake_logits)
 
 
-def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fused"):
+def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, check_independence=True,
+               loss_scale=None):
     """Runs one simultaneous step's forward and backward passes; returns a `StepResult`.
 
-    Same contract as `compute_gradients`, with the losses and logits returned as well.
+    Same contract as `compute_gradients`, with the losses and logits returned as well. With a
+    `loss_scale` (a float32 scalar, for mixed_float16's loss scaling) the objectives are
+    multiplied by it before the backward pass, so the gradients come back multiplied by it;
+    the reported losses are not scaled.
     """
     loss = check_form(loss, form)
     if form == "alternating":
@@ -213,12 +300,16 @@ def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fu
             "or discriminator_step and generator_step."
         )
     check_discriminator(discriminator, form)
+    if check_independence and form in SINGLE_PASS_FORMS:
+        probe = probe_batch(generator, z.shape[1:], z.dtype)
+        if probe is not None:
+            check_sample_independence(discriminator, probe, form)
     if form == "simultaneous":
-        return _two_pass(generator, discriminator, real, z, loss)
-    return _single_pass(generator, discriminator, real, z, loss, _rule(form, loss))
+        return _two_pass(generator, discriminator, real, z, loss, loss_scale)
+    return _single_pass(generator, discriminator, real, z, loss, _rule(form, loss), loss_scale)
 
 
-def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", form="fused"):
+def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, check_independence=True):
     """Both players' gradients for one simultaneous gradient-descent (SimGD) step.
 
     D's objective is `mean(d_real(D(real))) + mean(d_fake(D(G(z))))`, G's is
@@ -233,6 +324,9 @@ def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", f
       loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`.
       form: "fused", "inverse", "adaptive" (single pass) or "simultaneous" (two backward
         passes, the reference).
+      check_independence: for the single-pass forms, probe D once (per discriminator object)
+        for cross-sample coupling (`check_sample_independence`), which would make their
+        gradients wrong. Pass False only for a D you know to be per-sample.
 
     Returns:
       `(d_grads, g_grads)`, lists aligned with `discriminator.trainable_variables` and
@@ -242,15 +336,16 @@ def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", f
       ValueError: unknown loss or form, a (loss, form) pair the loss does not support
         (hinge with "fused"), or a discriminator the form cannot handle exactly.
     """
-    result = simgd_step(generator, discriminator, real, z, loss=loss, form=form)
+    result = simgd_step(generator, discriminator, real, z, loss=loss, form=form, check_independence=check_independence)
     return result.d_grads, result.g_grads
 
 
-def discriminator_step(generator, discriminator, real, z, loss="nonsaturating"):
+def discriminator_step(generator, discriminator, real, z, loss="nonsaturating", *, loss_scale=None):
     """D's gradients of a conventional (alternating) D step; returns a `DiscriminatorStep`.
 
     G runs forward only (no tape records it); D runs once on `concat(real, G(z))` and its loss
-    `mean(d_real) + mean(d_fake)` is differentiated with respect to D's variables.
+    `mean(d_real) + mean(d_fake)` is differentiated with respect to D's variables (multiplied
+    by `loss_scale` first, if given).
     """
     loss = fp_losses.get(loss)
     fake = tf.stop_gradient(generator(z, training=True))
@@ -258,17 +353,20 @@ def discriminator_step(generator, discriminator, real, z, loss="nonsaturating"):
         logits = discriminator_logits(discriminator, _concat_samples(real, fake))
         real_logits, fake_logits = tf.split(logits, 2)
         d_loss = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(loss.d_fake(fake_logits))
-    return DiscriminatorStep(tape.gradient(d_loss, discriminator.trainable_variables), d_loss, real_logits, fake_logits)
+    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, loss_scale)
+    return DiscriminatorStep(d_grads, d_loss, real_logits, fake_logits)
 
 
-def generator_step(generator, discriminator, z, loss="nonsaturating", discriminator_gradients=False):
+def generator_step(generator, discriminator, z, loss="nonsaturating", discriminator_gradients=False, *,
+                   loss_scale=None):
     """G's gradients of a conventional (alternating) G step; returns a `GeneratorStep`.
 
     By default only G's variables are differentiated, so TensorFlow forms D's input gradients
     but not its parameter gradients (the efficient baseline). With
     `discriminator_gradients=True` D's parameter gradients of G's loss are formed and returned
     too, as a conventional step in PyTorch does (the paper's baseline); a caller that wants
-    their cost must consume them, since a graph prunes gradients nobody reads.
+    their cost must consume them, since a graph prunes gradients nobody reads. `loss_scale`
+    multiplies G's loss before the backward pass.
     """
     loss = fp_losses.get(loss)
     with tf.GradientTape() as tape:
@@ -276,6 +374,6 @@ def generator_step(generator, discriminator, z, loss="nonsaturating", discrimina
         g_loss = tf.reduce_mean(loss.g(logits))
     g_vars = generator.trainable_variables
     if not discriminator_gradients:
-        return GeneratorStep(tape.gradient(g_loss, g_vars), g_loss, None)
-    grads = tape.gradient(g_loss, g_vars + discriminator.trainable_variables)
+        return GeneratorStep(_gradient(tape, g_loss, g_vars, loss_scale), g_loss, None)
+    grads = _gradient(tape, g_loss, g_vars + discriminator.trainable_variables, loss_scale)
     return GeneratorStep(grads[: len(g_vars)], g_loss, grads[len(g_vars) :])

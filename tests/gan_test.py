@@ -130,23 +130,36 @@ class AccumulationTest(tu.TestCase):
         for a, b in zip(weights(gan), theirs):
             self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
 
-    def test_accumulator_normalises_by_iter_size(self):
-        variable = tf.Variable([1.0, 2.0])
-        accumulator = fp.GradientAccumulator([variable], iter_size=4)
-        for g in ([1.0, 0.0], [3.0, 4.0], [0.0, 0.0], [4.0, 4.0]):
-            accumulator.accumulate([tf.constant(g)])
-        self.assertAllClose(accumulator.gradients()[0], [2.0, 2.0])
-        accumulator.reset()
-        self.assertAllClose(accumulator.gradients()[0], [0.0, 0.0])
-        self.assertFalse(accumulator.shadows[0].trainable)
+
+class PartialBatchTest(tu.TestCase):
+    """A batch that does not split evenly into iter_size micro-batches gives the whole batch's update."""
+
+    @parameterized.parameters(("fused", 20, 8, 4), ("alternating", 20, 8, 4), ("inverse", 18, 8, 4), ("fused", 16, 8, 3))
+    def test_uneven_batches_equal_iter_size_1(self, form, size, batch_size, iter_size):
+        data = tf.data.Dataset.from_tensor_slices(images(size)).batch(batch_size)  # last batch partial
+        results = []
+        for k in (1, iter_size):
+            gan = make_gan(form, iter_size=k)
+            history = gan.fit(data, epochs=1, verbose=0)
+            self.assertEqual(int(gan.d_optimizer.iterations), -(-size // batch_size))
+            self.assertTrue(np.isfinite(history.history["d_loss"][-1]))
+            results.append(weights(gan))
+        for a, b in zip(*results):
+            self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
+
+
+class SubclassedGenerator(keras.Model):
+    """A generator without symbolic `inputs`."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(int(np.prod(tu.IMAGE)), activation="tanh")
+
+    def call(self, z, training=False):
+        return tf.reshape(self.dense(z), (-1,) + tu.IMAGE)
 
 
 class ErrorTest(tu.TestCase):
-    def test_batch_not_divisible_by_iter_size(self):
-        gan = make_gan(iter_size=3)
-        with self.assertRaisesRegex(ValueError, "divisible by iter_size=3. Received: batch size 8"):
-            gan.fit(images(16), batch_size=8, epochs=1, verbose=0)
-
     def test_bad_arguments(self):
         generator, discriminator = tu.tiny_generator(), tu.tiny_discriminator()
         with self.assertRaisesRegex(ValueError, "Received: iter_size=0"):
@@ -160,6 +173,131 @@ class ErrorTest(tu.TestCase):
         gan = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator())
         with self.assertRaisesRegex(ValueError, "compile"):
             gan.fit(images(8), batch_size=8, verbose=0)
+
+    def test_subclassed_generator(self):
+        built = SubclassedGenerator()
+        built.build((None, tu.LATENT))
+        gan = fp.FusedPropGAN(built, tu.tiny_discriminator())
+        self.assertEqual(gan.latent_dim, tu.LATENT)
+        gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+        gan.fit(images(16), batch_size=8, epochs=1, verbose=0)
+        self.assertEqual(int(gan.g_optimizer.iterations), 2)
+        unbuilt = SubclassedGenerator()
+        with self.assertRaisesRegex(ValueError, "Cannot tell the latent size.*latent_dim=\\.\\.\\."):
+            fp.FusedPropGAN(unbuilt, tu.tiny_discriminator())
+        unbuilt.build((None, tu.LATENT))  # an explicit latent_dim also works
+        self.assertEqual(fp.FusedPropGAN(unbuilt, tu.tiny_discriminator(), latent_dim=tu.LATENT, form="simultaneous").latent_dim, tu.LATENT)
+
+    def test_coupled_discriminator_is_refused_at_construction_unless_opted_out(self):
+        coupled = tu.tiny_discriminator(extra=[keras.layers.Lambda(lambda x: x - tf.reduce_mean(x, axis=0))])
+        with self.assertRaisesRegex(ValueError, "form='fused' needs a discriminator that treats samples independently"):
+            fp.FusedPropGAN(tu.tiny_generator(), coupled)
+        fp.FusedPropGAN(tu.tiny_generator(), coupled, form="alternating")
+        gan = fp.FusedPropGAN(tu.tiny_generator(), coupled, check_independence=False)
+        self.assertFalse(gan.check_independence)
+
+
+def mixed_float16_pair(logit):
+    """G and D under mixed_float16 (D's last layer float32) whose logits are all near `logit`."""
+    keras.utils.set_random_seed(3)
+    half = "mixed_float16"
+    generator = keras.Sequential([
+        keras.Input((tu.LATENT,)), keras.layers.Dense(16, activation="relu", dtype=half),
+        keras.layers.Dense(int(np.prod(tu.IMAGE)), activation="tanh", dtype=half), keras.layers.Reshape(tu.IMAGE, dtype=half),
+    ])
+    discriminator = keras.Sequential([
+        keras.Input(tu.IMAGE), fp.layers.Conv2D(4, 3, strides=2, padding="same", dtype=half),
+        keras.layers.LeakyReLU(0.1, dtype=half), keras.layers.Flatten(dtype=half), fp.layers.Dense(1, dtype="float32"),
+    ])
+    last = discriminator.layers[-1]
+    last.set_weights([np.full(last.kernel.shape, 0.01, "float32"), np.array([logit], "float32")])
+    return generator, discriminator
+
+
+class MixedFloat16Test(tu.TestCase):
+    """The factors (exp(12) > float16's max) are applied in float32; loss scaling is shared."""
+
+    @parameterized.parameters(("fused", -12.0), ("inverse", 12.0), ("adaptive", -12.0), ("adaptive", 12.0))
+    def test_factors_at_large_logits_give_finite_gradients(self, form, logit):
+        generator, discriminator = mixed_float16_pair(logit)
+        real, z = tu.tiny_batch()
+        for loss_scale in (None, 2.0**15):
+            result = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form, loss_scale=loss_scale)
+            self.assertAllClose(result.fake_logits, tf.fill([6], logit), atol=0.5)
+            for grad in list(result.d_grads) + list(result.g_grads):
+                self.assertTrue(np.all(np.isfinite(grad.numpy())), msg=f"{form} at {logit}, scale {loss_scale}")
+
+    @parameterized.parameters(("fused", -12.0), ("inverse", 12.0))
+    def test_loss_scaled_gradients_match_float32(self, form, logit):
+        generator, discriminator = mixed_float16_pair(logit)
+        real, z = tu.tiny_batch()
+        state = tu.StateSnapshot(generator, discriminator)
+        scale = 2.0**15
+        scaled = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form, loss_scale=scale)
+        state.restore()
+        reference = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", "simultaneous")
+        # float16 carries ~3 decimal digits: compare the unscaled gradients at that precision.
+        actual = [g.numpy().astype("float64") / scale for g in list(scaled.d_grads) + list(scaled.g_grads)]
+        expected = [g.numpy().astype("float64") for g in list(reference.d_grads) + list(reference.g_grads)]
+        self.assertLess(tu.max_relative_difference(actual, expected), 1e-2)
+
+    def test_one_loss_scale_for_both_players(self):
+        def lso(initial_scale=2.0**15):
+            return keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=initial_scale)
+
+        gan = make_gan("fused")
+        with self.assertRaisesRegex(ValueError, "wrap both optimizers in keras.optimizers.LossScaleOptimizer, or neither"):
+            gan.compile(d_optimizer=lso(), g_optimizer=keras.optimizers.Adam(1e-3))
+        with self.assertRaisesRegex(ValueError, "same initial_scale"):
+            gan.compile(d_optimizer=lso(), g_optimizer=lso(2.0**10))
+
+    def test_non_finite_step_skips_both_players(self):
+        keras.utils.set_random_seed(0)
+        # G's output gains a term whose gradient is NaN (sqrt at 0): D's gradients stay finite.
+        generator = keras.Sequential([
+            keras.Input((tu.LATENT,)), tu.tiny_generator(batch_norm=False),
+            keras.layers.Lambda(lambda x: x + tf.sqrt(tf.abs(x) * 0.0)),
+        ])
+        gan = fp.FusedPropGAN(generator, tu.tiny_discriminator(), form="inverse", seed=7)
+        gan.compile(d_optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=2.0**10),
+                    g_optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=2.0**10))
+        before = weights(gan)
+        gan.train_step(tf.constant(images(8)))
+        for a, b in zip(before, weights(gan)):
+            self.assertAllEqual(a, b)
+        self.assertEqual(float(gan.d_optimizer.dynamic_scale), 2.0**9)
+        self.assertEqual(float(gan.g_optimizer.dynamic_scale), 2.0**9)
+        self.assertEqual(int(gan.d_optimizer.iterations), 0)
+        self.assertIsNone(gan.divergence())  # loss scaling handled it: not a divergence
+
+    def test_loss_scaled_step_equals_unscaled_step(self):
+        results = []
+        for scaled in (False, True):
+            gan = make_gan("adaptive", loss="least_squares")
+            optimizers = [keras.optimizers.SGD(0.1) for _ in range(2)]
+            if scaled:
+                optimizers = [keras.optimizers.LossScaleOptimizer(o, initial_scale=2.0**10) for o in optimizers]
+            gan.compile(d_optimizer=optimizers[0], g_optimizer=optimizers[1])
+            gan.train_step(tf.constant(images(8)))
+            results.append(weights(gan))
+        for a, b in zip(*results):
+            self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
+
+
+class DivergenceTest(tu.TestCase):
+    def test_first_non_finite_update_is_recorded(self):
+        gan = make_gan("fused", d_optimizer=keras.optimizers.Adam(1e30), g_optimizer=keras.optimizers.Adam(1e30))
+        gan.fit(images(64), batch_size=8, epochs=1, verbose=0)
+        divergence = gan.divergence()
+        self.assertIsNotNone(divergence)
+        self.assertBetween(divergence["step"], 1, 8)
+        self.assertNotEmpty(divergence["players"])
+        self.assertContainsSubset(divergence["players"], ["discriminator", "generator"])
+
+    def test_healthy_run_records_nothing(self):
+        gan = make_gan("alternating")
+        gan.fit(images(32), batch_size=8, epochs=1, verbose=0)
+        self.assertIsNone(gan.divergence())
 
 
 class SavingTest(tu.TestCase):

@@ -44,13 +44,15 @@ class GradientAccumulator:
             for i, v in enumerate(self.variables)
         ]
 
-    def accumulate(self, grads):
-        """Adds one micro-batch's gradients (aligned with `variables`; None counts as zero)."""
+    def accumulate(self, grads, weight=None):
+        """Adds one micro-batch's gradients (aligned with `variables`; None counts as zero),
+        multiplied by `weight` (a scalar) if given."""
         if len(grads) != len(self.shadows):
             raise ValueError(f"Expected {len(self.shadows)} gradients, received {len(grads)}.")
         for shadow, grad in zip(self.shadows, grads):
             if grad is not None:
-                shadow.assign_add(tf.cast(grad, shadow.dtype))
+                grad = tf.cast(grad, shadow.dtype)
+                shadow.assign_add(grad if weight is None else grad * tf.cast(weight, shadow.dtype))
 
     def gradients(self):
         """The accumulated gradients normalised by `iter_size` (Caffe's normalisation)."""

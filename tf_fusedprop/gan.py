@@ -14,6 +14,42 @@ def _num_replicas():
     return tf.distribute.get_strategy().num_replicas_in_sync
 
 
+def _latent_dim(generator, latent_dim):
+    """The size of z: given, else from G's inputs (functional) or build shape (subclassed)."""
+    if latent_dim is not None:
+        return positive_int("latent_dim", latent_dim)
+    try:
+        inputs = generator.inputs
+    except AttributeError:  # a subclassed model has no symbolic inputs
+        inputs = None
+    if inputs:
+        return int(inputs[0].shape[-1])
+    shapes = list((getattr(generator, "_build_shapes_dict", None) or {}).values())
+    if shapes and shapes[0] and shapes[0][-1] is not None:
+        return int(shapes[0][-1])
+    raise ValueError(
+        f"Cannot tell the latent size of generator {getattr(generator, 'name', generator)!r}: it has no "
+        "`inputs` (a subclassed model) and no build shape. Pass FusedPropGAN(..., latent_dim=...)."
+    )
+
+
+def _all_finite(tensors):
+    return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None])
+
+
+def _in_all_replicas(flag):
+    """`flag` (a boolean scalar) AND-ed over the replicas of the current strategy."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return flag
+    failures = context.all_reduce("sum", tf.cast(tf.logical_not(flag), tf.float32))
+    return tf.equal(failures, 0.0)
+
+
+def _loss_scale_optimizer(optimizer):
+    return isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+
+
 @keras.saving.register_keras_serializable(package="tf_fusedprop")
 class FusedPropGAN(keras.Model):
     """A GAN trained with `fit`; one `train_step` is one update of both players.
@@ -29,12 +65,23 @@ class FusedPropGAN(keras.Model):
     With `iter_size=k` each batch is split into k micro-batches that are processed one after
     another in a sequential loop; both players' gradients are accumulated
     (`GradientAccumulator`) and each optimizer applies once, so `optimizer.iterations` counts
-    updates. The latents of a step are drawn once for the whole batch and split with it, so
-    the update does not depend on `iter_size` (without BatchNorm, and without spectral norm,
-    whose power iteration advances once per D forward, i.e. per micro-batch).
+    updates. A batch whose size is not a multiple of k (e.g. the last, partial batch of an
+    epoch) is split into micro-batches that differ by at most one sample, each weighted by its
+    size, so the update is still the whole batch's. The latents of a step are drawn once for
+    the whole batch and split with it, so the update does not depend on `iter_size` (without
+    BatchNorm, and without spectral norm, whose power iteration advances once per D forward,
+    i.e. per micro-batch).
 
     Latents come from the model's `keras.random.SeedGenerator`, folded with the replica id so
     that replicas of a `tf.distribute` strategy draw different latents.
+
+    Mixed float16: compile with both optimizers wrapped in `keras.optimizers.LossScaleOptimizer`
+    (same `initial_scale` and `dynamic_growth_steps`). A single-pass step back-propagates once,
+    so it carries one loss scale for both players, and a step whose gradients are not finite
+    skips both players' updates together (both scales halve).
+
+    Divergence: the first step whose losses or gradients are not finite (without loss scaling;
+    with it, whose losses are not finite) is recorded, see `divergence()`.
 
     Args:
       generator: a built Keras model from latents `(latent_dim,)` to samples.
@@ -45,13 +92,17 @@ class FusedPropGAN(keras.Model):
       n_dis: D updates per G update; only with form="alternating".
       iter_size: micro-batches per update (gradient accumulation).
       seed: seed of the latent sampler.
+      latent_dim: the size of z; None to read it from G's inputs or build shape.
+      check_independence: for the single-pass forms, probe D once here for cross-sample
+        coupling (`steps.check_sample_independence`), which would make their gradients wrong;
+        False skips the probe (for a D you know to be per-sample).
 
     Fit on batches of real samples, or `(samples, labels)` pairs whose labels are ignored.
     Metrics: `d_loss`, `g_loss`, `real_logit` (mean D(real)), `fake_logit` (mean D(fake)).
     """
 
     def __init__(self, generator, discriminator, loss="nonsaturating", form="fused", n_dis=1,
-                 iter_size=1, seed=None, **kwargs):
+                 iter_size=1, seed=None, latent_dim=None, check_independence=True, **kwargs):
         super().__init__(**kwargs)
         self.gan_loss = steps.check_form(loss, form)
         self.form = form
@@ -62,16 +113,26 @@ class FusedPropGAN(keras.Model):
                 f"players once). Received: n_dis={n_dis}, form={form!r}."
             )
         self.iter_size = positive_int("iter_size", iter_size)
+        self.latent_dim = _latent_dim(generator, latent_dim)
         steps.check_discriminator(discriminator, form)
+        self.check_independence = bool(check_independence)
+        if self.check_independence and form in steps.SINGLE_PASS_FORMS:
+            steps.check_sample_independence(discriminator, steps.probe_batch(generator, [self.latent_dim]), form)
         self.generator = generator
         self.discriminator = discriminator
-        self.latent_dim = int(generator.inputs[0].shape[-1])
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.d_loss_tracker = keras.metrics.Mean(name="d_loss")
         self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
         self.real_logit_tracker = keras.metrics.Mean(name="real_logit")
         self.fake_logit_tracker = keras.metrics.Mean(name="fake_logit")
+        # Replicas agree on these (the flags are all-reduced), so the first replica's value is kept.
+        self.first_nonfinite_step = keras.Variable(
+            -1, dtype="int64", trainable=False, aggregation="only_first_replica", name="first_nonfinite_step"
+        )
+        self.nonfinite_players = keras.Variable(
+            0, dtype="int32", trainable=False, aggregation="only_first_replica", name="nonfinite_players"
+        )
         self.d_optimizer = None
         self.g_optimizer = None
         self._d_accumulator = self._g_accumulator = None
@@ -81,14 +142,37 @@ class FusedPropGAN(keras.Model):
         self.built = True
 
     def compile(self, d_optimizer, g_optimizer, **kwargs):
-        """Sets (and builds) the two players' optimizers; other kwargs go to `Model.compile`."""
+        """Sets (and builds) the two players' optimizers; other kwargs go to `Model.compile`.
+
+        Raises:
+          ValueError: only one optimizer is a `LossScaleOptimizer`, or the two have different
+            loss-scale settings, with a single-pass or simultaneous form (one backward pass
+            needs one loss scale).
+        """
         super().compile(optimizer=None, **kwargs)
         self.d_optimizer = keras.optimizers.get(d_optimizer)
         self.g_optimizer = keras.optimizers.get(g_optimizer)
+        if self.form != "alternating":
+            self._check_one_loss_scale()
         # Built here, inside any strategy scope, so that fit never creates variables in a
         # replica context and saved optimizer state has somewhere to load into.
         self.d_optimizer.build(self.discriminator.trainable_variables)
         self.g_optimizer.build(self.generator.trainable_variables)
+
+    def _check_one_loss_scale(self):
+        d, g = self.d_optimizer, self.g_optimizer
+        if _loss_scale_optimizer(d) != _loss_scale_optimizer(g):
+            raise ValueError(
+                f"form={self.form!r} back-propagates both players' losses together, so they share one loss "
+                "scale: wrap both optimizers in keras.optimizers.LossScaleOptimizer, or neither. Received: "
+                f"d_optimizer={type(d).__name__}, g_optimizer={type(g).__name__}."
+            )
+        if _loss_scale_optimizer(d) and (d.initial_scale, d.dynamic_growth_steps) != (g.initial_scale, g.dynamic_growth_steps):
+            raise ValueError(
+                "The two LossScaleOptimizers must have the same initial_scale and dynamic_growth_steps (one loss "
+                f"scale for the one backward pass). Received: D ({d.initial_scale}, {d.dynamic_growth_steps}), "
+                f"G ({g.initial_scale}, {g.dynamic_growth_steps})."
+            )
 
     @property
     def metrics(self):
@@ -107,31 +191,37 @@ class FusedPropGAN(keras.Model):
             seed = tf.random.experimental.stateless_fold_in(seed, context.replica_id_in_sync_group)
         return tf.random.stateless_normal([n, self.latent_dim], seed=seed)
 
+    def divergence(self):
+        """None, or `{"step": s, "players": [...]}` for the first update (1-based G update
+        count) whose losses or gradients were not finite, naming "discriminator" and/or
+        "generator"."""
+        step = int(self.first_nonfinite_step.numpy())
+        if step < 0:
+            return None
+        bits = int(self.nonfinite_players.numpy())
+        return {"step": step, "players": [name for bit, name in ((1, "discriminator"), (2, "generator")) if bits & bit]}
+
     def train_step(self, data):
         real = data[0] if isinstance(data, (tuple, list)) else data
-        self._check_batch(real)
+        self._check_compiled()
         if self.form == "alternating":
-            d_loss, g_loss, real_logit, fake_logit = self._alternating_step(real)
+            means = self._alternating_update(real)
         else:
-            d_loss, g_loss, real_logit, fake_logit = self._simultaneous_step(real)
-        self.d_loss_tracker.update_state(d_loss)
-        self.g_loss_tracker.update_state(g_loss)
-        self.real_logit_tracker.update_state(real_logit)
-        self.fake_logit_tracker.update_state(fake_logit)
+            means = self._simultaneous_update(real)
+        for tracker, value in zip(self.metrics, means):
+            tracker.update_state(value)
         return {m.name: m.result() for m in self.metrics}
 
-    def _check_batch(self, real):
-        size = real.shape[0]
-        message = f"The batch size (per replica) must be divisible by iter_size={self.iter_size}"
-        if size is not None:
-            if size % self.iter_size:
-                raise ValueError(f"{message}. Received: batch size {size}.")
-        elif self.iter_size > 1:
-            tf.debugging.assert_equal(tf.shape(real)[0] % self.iter_size, 0, message=message)
+    def _check_compiled(self):
+        if self.d_optimizer is None:
+            raise ValueError("FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training.")
 
-    def _simultaneous_step(self, real):
+    def _simultaneous_update(self, real):
+        loss_scale = self._loss_scale(self.d_optimizer)
+
         def micro_step(real, z):
-            r = steps.simgd_step(self.generator, self.discriminator, real, z, self.gan_loss, self.form)
+            r = steps.simgd_step(self.generator, self.discriminator, real, z, self.gan_loss, self.form,
+                                 check_independence=False, loss_scale=loss_scale)
             means = (r.d_loss, r.g_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
             return (r.d_grads, r.g_grads), means
 
@@ -139,17 +229,19 @@ class FusedPropGAN(keras.Model):
         (d_grads, g_grads), means = self._accumulate(
             micro_step, (real, z), (self._d_accumulator, self._g_accumulator), num_means=4
         )
-        self._apply(self.d_optimizer, d_grads, self.discriminator)
-        self._apply(self.g_optimizer, g_grads, self.generator)
+        self._apply_together([(self.d_optimizer, d_grads, self.discriminator, means[0]),
+                              (self.g_optimizer, g_grads, self.generator, means[1])])
         return means
 
-    def _alternating_step(self, real):
+    def _alternating_update(self, real):
+        d_scale, g_scale = self._loss_scale(self.d_optimizer), self._loss_scale(self.g_optimizer)
+
         def d_micro_step(real, z):
-            r = steps.discriminator_step(self.generator, self.discriminator, real, z, self.gan_loss)
+            r = steps.discriminator_step(self.generator, self.discriminator, real, z, self.gan_loss, loss_scale=d_scale)
             return (r.d_grads,), (r.d_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
 
         def g_micro_step(z):
-            r = steps.generator_step(self.generator, self.discriminator, z, self.gan_loss)
+            r = steps.generator_step(self.generator, self.discriminator, z, self.gan_loss, loss_scale=g_scale)
             return (r.g_grads,), (r.g_loss,)
 
         n = tf.shape(real)[0]
@@ -157,44 +249,78 @@ class FusedPropGAN(keras.Model):
             (d_grads,), (d_loss, real_logit, fake_logit) = self._accumulate(
                 d_micro_step, (real, self.sample_latents(n)), (self._d_accumulator,), num_means=3
             )
-            self._apply(self.d_optimizer, d_grads, self.discriminator)
+            self._apply_together([(self.d_optimizer, d_grads, self.discriminator, d_loss)])
         (g_grads,), (g_loss,) = self._accumulate(g_micro_step, (self.sample_latents(n),), (self._g_accumulator,), num_means=1)
-        self._apply(self.g_optimizer, g_grads, self.generator)
+        self._apply_together([(self.g_optimizer, g_grads, self.generator, g_loss)])
         return d_loss, g_loss, real_logit, fake_logit
 
     def _accumulate(self, step, inputs, accumulators, num_means):
         """Runs `step` on the whole batch, or on `iter_size` micro-batches one after another.
 
-        `step(*inputs) -> (grads per accumulator, means)`; returns the (averaged) gradients
-        and the means averaged over micro-batches.
+        `step(*inputs) -> (grads per accumulator, means)`; returns the gradients and the means
+        of the whole batch (micro-batches weighted by their sizes).
         """
         k = self.iter_size
         if k == 1:
             return step(*inputs)
-        micro = [tf.reshape(x, tf.concat([[k, -1], tf.shape(x)[1:]], 0)) for x in inputs]
+        n = tf.shape(inputs[0])[0]
+        parts = tf.minimum(k, n)
+        bounds = tf.range(parts + 1) * n // parts  # sizes differ by at most one sample
         for accumulator in accumulators:
             accumulator.reset()
 
         def body(i, sums):
-            grads, means = step(*[m[i] for m in micro])
+            start, stop = bounds[i], bounds[i + 1]
+            grads, means = step(*[x[start:stop] for x in inputs])
+            # The accumulators divide by k: weight (size * k / n) makes that the batch mean;
+            # exactly 1 when the batch splits evenly.
+            weight = tf.cast((stop - start) * k, tf.float32) / tf.cast(n, tf.float32)
             for accumulator, g in zip(accumulators, grads):
-                accumulator.accumulate(g)
-            return i + 1, [s + tf.cast(m, tf.float32) for s, m in zip(sums, means)]
+                accumulator.accumulate(g, weight=weight)
+            return i + 1, [s + weight / k * tf.cast(m, tf.float32) for s, m in zip(sums, means)]
 
         # parallel_iterations=1: micro-batches run strictly one after another, so only one
         # micro-batch's activations are alive at a time.
         _, sums = tf.while_loop(
-            lambda i, _: i < k, body, (tf.constant(0), [tf.zeros([])] * num_means), parallel_iterations=1
+            lambda i, _: i < parts, body, (tf.constant(0), [tf.zeros([])] * num_means), parallel_iterations=1
         )
-        return tuple(a.gradients() for a in accumulators), [s / k for s in sums]
+        return tuple(a.gradients() for a in accumulators), sums
 
-    def _apply(self, optimizer, grads, model):
-        if optimizer is None:
-            raise ValueError("FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training.")
+    @staticmethod
+    def _loss_scale(optimizer):
+        return optimizer.dynamic_scale if _loss_scale_optimizer(optimizer) else None
+
+    def _apply_together(self, updates):
+        """Applies `(optimizer, grads, model, loss)` updates computed in one backward pass.
+
+        Records the first non-finite update (`divergence()`); with loss scaling, a non-finite
+        gradient of any player turns every player's gradients non-finite, so that all their
+        LossScaleOptimizers skip the step and halve their (equal) scales together.
+        """
+        scaled = _loss_scale_optimizer(updates[0][0])
+        players_ok = []
+        for optimizer, grads, model, loss in updates:
+            checked = [loss] if scaled else [loss] + list(grads)
+            players_ok.append(_in_all_replicas(_all_finite(checked)))
+        self._record_nonfinite(updates, players_ok)
+        if scaled:
+            grads_ok = _in_all_replicas(_all_finite([g for _, grads, _, _ in updates for g in grads]))
+            poison = tf.where(grads_ok, 0.0, float("nan"))
+            updates = [(o, [g + tf.cast(poison, g.dtype) for g in grads], m, l) for o, grads, m, l in updates]
         replicas = _num_replicas()
-        if replicas > 1:  # the optimizer sums gradients over replicas; we want their mean
-            grads = [g / replicas for g in grads]
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        for optimizer, grads, model, _ in updates:
+            if replicas > 1:  # the optimizer sums gradients over replicas; we want their mean
+                grads = [g / replicas for g in grads]
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+    def _record_nonfinite(self, updates, players_ok):
+        bits = tf.constant(0, tf.int32)
+        for (_, _, model, _), ok in zip(updates, players_ok):
+            bit = 1 if model is self.discriminator else 2
+            bits += tf.where(ok, 0, bit)
+        first = tf.logical_and(bits > 0, self.first_nonfinite_step < 0)
+        self.first_nonfinite_step.assign(tf.where(first, self.g_optimizer.iterations + 1, self.first_nonfinite_step))
+        self.nonfinite_players.assign(tf.where(first, bits, self.nonfinite_players))
 
     # Keras does not save a SeedGenerator's state; without it a resumed run would replay the
     # latents of the first steps instead of continuing the sequence.
@@ -223,6 +349,8 @@ class FusedPropGAN(keras.Model):
             "n_dis": self.n_dis,
             "iter_size": self.iter_size,
             "seed": self.seed,
+            "latent_dim": self.latent_dim,
+            "check_independence": self.check_independence,
         }
 
     @classmethod

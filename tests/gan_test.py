@@ -222,7 +222,8 @@ class MixedFloat16Test(tu.TestCase):
         generator, discriminator = mixed_float16_pair(logit)
         real, z = tu.tiny_batch()
         for loss_scale in (None, 2.0**15):
-            result = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form, loss_scale=loss_scale)
+            result = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form,
+                                             options=fp.steps.StepOptions(loss_scale=loss_scale))
             self.assertAllClose(result.fake_logits, tf.fill([6], logit), atol=0.5)
             for grad in list(result.d_grads) + list(result.g_grads):
                 self.assertTrue(np.all(np.isfinite(grad.numpy())), msg=f"{form} at {logit}, scale {loss_scale}")
@@ -233,7 +234,8 @@ class MixedFloat16Test(tu.TestCase):
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
         scale = 2.0**15
-        scaled = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form, loss_scale=scale)
+        scaled = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form,
+                                         options=fp.steps.StepOptions(loss_scale=scale))
         state.restore()
         reference = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", "simultaneous")
         # float16 carries ~3 decimal digits: compare the unscaled gradients at that precision.

@@ -3,9 +3,13 @@
 import keras
 import tensorflow as tf
 
+from tf_fusedprop import augment as fp_augment
+from tf_fusedprop import export as fp_export
+from tf_fusedprop import regularizers as fp_regularizers
 from tf_fusedprop import steps
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.accumulation import GradientAccumulator
+from tf_fusedprop.ema import ExponentialMovingAverage
 
 __all__ = ["FusedPropGAN"]
 
@@ -54,13 +58,13 @@ def _loss_scale_optimizer(optimizer):
 class FusedPropGAN(keras.Model):
     """A GAN trained with `fit`; one `train_step` is one update of both players.
 
-    The model orchestrates: it samples latents, runs the form's step (`tf_fusedprop.steps`),
-    accumulates micro-batches, applies both optimizers and tracks the metrics. Forms:
-    "fused", "inverse", "adaptive" run one forward and one backward pass per step
-    (`steps.simgd_step`); "simultaneous" is two-pass SimGD; "alternating" is the conventional
-    baseline: `n_dis` D updates (`steps.discriminator_step`, each with a fresh z, the same real
-    batch), then one G update with a fresh z (`steps.generator_step`, efficient: TF forms D's
-    input gradients only).
+    The model orchestrates: it samples latents (and labels), runs the form's step
+    (`tf_fusedprop.steps`), accumulates micro-batches, applies both optimizers, updates the
+    EMA generator and tracks the metrics. Forms: "fused", "inverse", "adaptive" run one
+    forward and one backward pass per step (`steps.simgd_step`); "simultaneous" is two-pass
+    SimGD; "alternating" is the conventional baseline: `n_dis` D updates
+    (`steps.discriminator_step`, each with a fresh z, the same real batch), then one G update
+    with a fresh z (`steps.generator_step`, efficient: TF forms D's input gradients only).
 
     With `iter_size=k` each batch is split into k micro-batches that are processed one after
     another in a sequential loop; both players' gradients are accumulated
@@ -72,8 +76,11 @@ class FusedPropGAN(keras.Model):
     BatchNorm, and without spectral norm, whose power iteration advances once per D forward,
     i.e. per micro-batch).
 
-    Latents come from the model's `keras.random.SeedGenerator`, folded with the replica id so
-    that replicas of a `tf.distribute` strategy draw different latents.
+    Randomness comes from the model's `keras.random.SeedGenerator`. Under a `tf.distribute`
+    strategy the latents (and fake labels) of a step are drawn for the global batch and each
+    replica takes its own rows, so replicas differ and N replicas train exactly like one
+    device with the global batch; augmentation and interpolation seeds are folded with the
+    replica id.
 
     Mixed float16: compile with both optimizers wrapped in `keras.optimizers.LossScaleOptimizer`
     (same `initial_scale` and `dynamic_growth_steps`). A single-pass step back-propagates once,
@@ -84,8 +91,9 @@ class FusedPropGAN(keras.Model):
     with it, whose losses are not finite) is recorded, see `divergence()`.
 
     Args:
-      generator: a built Keras model from latents `(latent_dim,)` to samples.
-      discriminator: a built Keras model from samples to one logit per sample.
+      generator: a built Keras model from latents `(latent_dim,)` (and int labels, when
+        conditional) to samples.
+      discriminator: a built Keras model from samples (and labels) to one logit per sample.
       loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`; the loss object is the
         attribute `gan_loss` (`loss` belongs to Keras's `compile`).
       form: one of `tf_fusedprop.steps.FORMS`.
@@ -96,13 +104,27 @@ class FusedPropGAN(keras.Model):
       check_independence: for the single-pass forms, probe D once here for cross-sample
         coupling (`steps.check_sample_independence`), which would make their gradients wrong;
         False skips the probe (for a D you know to be per-sample).
+      num_classes: for a class-conditional GAN, the number of classes K: fit on `(samples,
+        labels)`; fake labels are drawn uniformly from [0, K) every step (the same ones for D's
+        and G's terms); G is called on `[z, labels]` and D on `[samples, labels]`.
+      ema_decay: if set (e.g. 0.999), keep `ema_generator`, an exponential moving average of
+        G's weights (`tf_fusedprop.ema`), which `sampling_generator` and `export_generator` use.
+      ema_start: G updates before the average starts (the EMA copies G until then).
+      augment: a DiffAugment policy (e.g. "translation,cutout,color"; `tf_fusedprop.augment`)
+        applied to D's real and fake inputs; None for none.
+      r1_gamma: weight of the R1 penalty on real data (0: off).
+      gp_weight: weight of the WGAN-GP penalty on interpolates (0: off).
+      reg_every: apply the penalties every this many D updates, with their weights multiplied
+        by it (StyleGAN2's lazy regularization); 1: every update.
 
-    Fit on batches of real samples, or `(samples, labels)` pairs whose labels are ignored.
-    Metrics: `d_loss`, `g_loss`, `real_logit` (mean D(real)), `fake_logit` (mean D(fake)).
+    Fit on batches of real samples, or `(samples, labels)` pairs (labels are ignored unless
+    `num_classes` is set). Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean
+    D(real)), `fake_logit` (mean D(fake)).
     """
 
     def __init__(self, generator, discriminator, loss="nonsaturating", form="fused", n_dis=1,
-                 iter_size=1, seed=None, latent_dim=None, check_independence=True, **kwargs):
+                 iter_size=1, seed=None, latent_dim=None, check_independence=True, num_classes=None,
+                 ema_decay=None, ema_start=0, augment=None, r1_gamma=0.0, gp_weight=0.0, reg_every=1, **kwargs):
         super().__init__(**kwargs)
         self.gan_loss = steps.check_form(loss, form)
         self.form = form
@@ -114,14 +136,24 @@ class FusedPropGAN(keras.Model):
             )
         self.iter_size = positive_int("iter_size", iter_size)
         self.latent_dim = _latent_dim(generator, latent_dim)
+        self.num_classes = None if num_classes is None else positive_int("num_classes", num_classes)
         steps.check_discriminator(discriminator, form)
         self.check_independence = bool(check_independence)
         if self.check_independence and form in steps.SINGLE_PASS_FORMS:
-            steps.check_sample_independence(discriminator, steps.probe_batch(generator, [self.latent_dim]), form)
+            labels = None if self.num_classes is None else tf.zeros([1], tf.int32)
+            steps.check_sample_independence(discriminator, steps.probe_batch(generator, [self.latent_dim], labels=labels), form)
         self.generator = generator
         self.discriminator = discriminator
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
+        self.augment = augment
+        self._augment = fp_augment.DiffAugment(augment) if augment else None
+        self.r1_gamma, self.gp_weight = float(r1_gamma), float(gp_weight)
+        self.reg_every = positive_int("reg_every", reg_every)
+        self._regularizers = fp_regularizers.from_config(self.r1_gamma, self.gp_weight)
+        self.ema_decay, self.ema_start = ema_decay, int(ema_start)
+        self._ema = None if ema_decay is None else ExponentialMovingAverage(generator, ema_decay, ema_start)
+        self.ema_generator = None if self._ema is None else self._ema.model
         self.d_loss_tracker = keras.metrics.Mean(name="d_loss")
         self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
         self.real_logit_tracker = keras.metrics.Mean(name="real_logit")
@@ -179,17 +211,44 @@ class FusedPropGAN(keras.Model):
         """The four trackers, so that Keras resets them every epoch."""
         return [self.d_loss_tracker, self.g_loss_tracker, self.real_logit_tracker, self.fake_logit_tracker]
 
+    @property
+    def sampling_generator(self):
+        """The generator to sample, evaluate and export: the EMA copy if `ema_decay` is set."""
+        return self.generator if self.ema_generator is None else self.ema_generator
+
     def call(self, z, training=False):
-        """Generates samples from latents `z`."""
+        """Generates samples from latents `z` (`[z, labels]` when conditional) with G."""
         return self.generator(z, training=training)
 
-    def sample_latents(self, n):
-        """`n` latents from the model's seed generator (distinct per replica)."""
+    def _replica_rows(self, draw, n):
+        """`draw(rows, seed)` for the global batch; this replica's `n` rows of it."""
+        seed = tf.cast(self.seed_generator.next(), tf.int64)
+        context = tf.distribute.get_replica_context()
+        replicas = 1 if context is None else context.num_replicas_in_sync
+        if replicas == 1:
+            return draw(n, seed)
+        start = tf.cast(context.replica_id_in_sync_group, tf.int32) * n
+        return draw(n * replicas, seed)[start : start + n]
+
+    def _replica_seed(self):
+        """A fresh `[2]` seed, distinct per replica."""
         seed = tf.cast(self.seed_generator.next(), tf.int64)
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
             seed = tf.random.experimental.stateless_fold_in(seed, context.replica_id_in_sync_group)
-        return tf.random.stateless_normal([n, self.latent_dim], seed=seed)
+        return seed
+
+    def sample_latents(self, n):
+        """`n` latents from the model's seed generator (this replica's rows of the global batch)."""
+        return self._replica_rows(lambda rows, seed: tf.random.stateless_normal([rows, self.latent_dim], seed=seed), n)
+
+    def sample_labels(self, n):
+        """`n` uniform class labels in [0, num_classes) (this replica's rows), int32."""
+        if self.num_classes is None:
+            raise ValueError("sample_labels needs a conditional GAN: pass FusedPropGAN(..., num_classes=K).")
+        return self._replica_rows(
+            lambda rows, seed: tf.random.stateless_uniform([rows], seed=seed, maxval=self.num_classes, dtype=tf.int32), n
+        )
 
     def divergence(self):
         """None, or `{"step": s, "players": [...]}` for the first update (1-based G update
@@ -202,56 +261,101 @@ class FusedPropGAN(keras.Model):
         return {"step": step, "players": [name for bit, name in ((1, "discriminator"), (2, "generator")) if bits & bit]}
 
     def train_step(self, data):
-        real = data[0] if isinstance(data, (tuple, list)) else data
-        self._check_compiled()
+        real, labels = self._unpack(data)
+        if self.d_optimizer is None:
+            raise ValueError("FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training.")
         if self.form == "alternating":
-            means = self._alternating_update(real)
+            means = self._alternating_update(real, labels)
         else:
-            means = self._simultaneous_update(real)
+            means = self._simultaneous_update(real, labels)
         for tracker, value in zip(self.metrics, means):
             tracker.update_state(value)
         return {m.name: m.result() for m in self.metrics}
 
-    def _check_compiled(self):
-        if self.d_optimizer is None:
-            raise ValueError("FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training.")
+    def _unpack(self, data):
+        if isinstance(data, (tuple, list)):
+            real, labels = data[0], (data[1] if len(data) > 1 else None)
+        else:
+            real, labels = data, None
+        if self.num_classes is None:
+            return real, None
+        if labels is None:
+            raise ValueError(f"A conditional FusedPropGAN (num_classes={self.num_classes}) is fit on (samples, labels) pairs.")
+        return real, tf.cast(tf.reshape(labels, [-1]), tf.int32)
 
-    def _simultaneous_update(self, real):
-        loss_scale = self._loss_scale(self.d_optimizer)
-
-        def micro_step(real, z):
-            r = steps.simgd_step(self.generator, self.discriminator, real, z, self.gan_loss, self.form,
-                                 check_independence=False, loss_scale=loss_scale)
-            means = (r.d_loss, r.g_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
-            return (r.d_grads, r.g_grads), means
-
-        z = self.sample_latents(tf.shape(real)[0])
-        (d_grads, g_grads), means = self._accumulate(
-            micro_step, (real, z), (self._d_accumulator, self._g_accumulator), num_means=4
+    def _options(self, n, real_labels, regularize, loss_scale):
+        """The `StepOptions` of one D (and G) update on `n` samples."""
+        return steps.StepOptions(
+            real_labels=real_labels,
+            fake_labels=None if self.num_classes is None else self.sample_labels(n),
+            augment=None if self._augment is None else self._augment.bind(self._replica_seed()),
+            regularizers=tuple(r.scaled(self.reg_every) for r in self._regularizers) if regularize else (),
+            seed=self._replica_seed() if any(r.rows == "interpolates" for r in self._regularizers) else None,
+            loss_scale=loss_scale,
         )
+
+    def _with_lazy_regularization(self, compute):
+        """`compute(regularize)`, with the penalties on every `reg_every`-th D update only."""
+        if not self._regularizers:
+            return compute(False)
+        if self.reg_every == 1:
+            return compute(True)
+        due = tf.equal(self.d_optimizer.iterations % self.reg_every, 0)
+        return tf.cond(due, lambda: compute(True), lambda: compute(False))
+
+    def _simultaneous_update(self, real, labels):
+        loss_scale = self._loss_scale(self.d_optimizer)
+        n = tf.shape(real)[0]
+        z = self.sample_latents(n)
+
+        def compute(regularize):
+            options = self._options(n, labels, regularize, loss_scale)
+
+            def micro_step(real, z, *labels):
+                micro = options._replace(real_labels=labels[0], fake_labels=labels[1]) if labels else options
+                r = steps.simgd_step(self.generator, self.discriminator, real, z, self.gan_loss, self.form,
+                                     options=micro, check_independence=False)
+                means = (r.d_loss, r.g_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
+                return (r.d_grads, r.g_grads), means
+
+            inputs = (real, z) + (() if labels is None else (options.real_labels, options.fake_labels))
+            return self._accumulate(micro_step, inputs, (self._d_accumulator, self._g_accumulator), num_means=4)
+
+        (d_grads, g_grads), means = self._with_lazy_regularization(compute)
         self._apply_together([(self.d_optimizer, d_grads, self.discriminator, means[0]),
                               (self.g_optimizer, g_grads, self.generator, means[1])])
+        self._update_ema()
         return means
 
-    def _alternating_update(self, real):
+    def _alternating_update(self, real, labels):
         d_scale, g_scale = self._loss_scale(self.d_optimizer), self._loss_scale(self.g_optimizer)
+        n = tf.shape(real)[0]
 
-        def d_micro_step(real, z):
-            r = steps.discriminator_step(self.generator, self.discriminator, real, z, self.gan_loss, loss_scale=d_scale)
-            return (r.d_grads,), (r.d_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
+        def d_update(regularize):
+            options = self._options(n, labels, regularize, d_scale)
 
-        def g_micro_step(z):
-            r = steps.generator_step(self.generator, self.discriminator, z, self.gan_loss, loss_scale=g_scale)
+            def micro_step(real, z, *labels):
+                micro = options._replace(real_labels=labels[0], fake_labels=labels[1]) if labels else options
+                r = steps.discriminator_step(self.generator, self.discriminator, real, z, self.gan_loss, options=micro)
+                return (r.d_grads,), (r.d_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
+
+            inputs = (real, self.sample_latents(n)) + (() if labels is None else (options.real_labels, options.fake_labels))
+            return self._accumulate(micro_step, inputs, (self._d_accumulator,), num_means=3)
+
+        for _ in range(self.n_dis):
+            (d_grads,), (d_loss, real_logit, fake_logit) = self._with_lazy_regularization(d_update)
+            self._apply_together([(self.d_optimizer, d_grads, self.discriminator, d_loss)])
+        options = self._options(n, None, False, g_scale)
+
+        def g_micro_step(z, *labels):
+            micro = options._replace(fake_labels=labels[0]) if labels else options
+            r = steps.generator_step(self.generator, self.discriminator, z, self.gan_loss, options=micro)
             return (r.g_grads,), (r.g_loss,)
 
-        n = tf.shape(real)[0]
-        for _ in range(self.n_dis):
-            (d_grads,), (d_loss, real_logit, fake_logit) = self._accumulate(
-                d_micro_step, (real, self.sample_latents(n)), (self._d_accumulator,), num_means=3
-            )
-            self._apply_together([(self.d_optimizer, d_grads, self.discriminator, d_loss)])
-        (g_grads,), (g_loss,) = self._accumulate(g_micro_step, (self.sample_latents(n),), (self._g_accumulator,), num_means=1)
+        inputs = (self.sample_latents(n),) + (() if options.fake_labels is None else (options.fake_labels,))
+        (g_grads,), (g_loss,) = self._accumulate(g_micro_step, inputs, (self._g_accumulator,), num_means=1)
         self._apply_together([(self.g_optimizer, g_grads, self.generator, g_loss)])
+        self._update_ema()
         return d_loss, g_loss, real_logit, fake_logit
 
     def _accumulate(self, step, inputs, accumulators, num_means):
@@ -322,10 +426,14 @@ class FusedPropGAN(keras.Model):
         self.first_nonfinite_step.assign(tf.where(first, self.g_optimizer.iterations + 1, self.first_nonfinite_step))
         self.nonfinite_players.assign(tf.where(first, bits, self.nonfinite_players))
 
+    def _update_ema(self):
+        if self._ema is not None:
+            self._ema.update(self.g_optimizer.iterations)
+
     # Keras does not save a SeedGenerator's state; without it a resumed run would replay the
     # latents of the first steps instead of continuing the sequence.
     def save_own_variables(self, store):
-        """Saves the latent sampler's state (the model owns no other variables)."""
+        """Saves the latent sampler's state with the model's own variables."""
         super().save_own_variables(store)
         store["latent_seed_state"] = self.seed_generator.state
 
@@ -335,8 +443,22 @@ class FusedPropGAN(keras.Model):
         super().load_own_variables({key: store[key] for key in store.keys() if key != "latent_seed_state"})
 
     def export_generator(self, directory):
-        """Writes G as a SavedModel whose `serve(z)` returns `generator(z, training=False)`."""
-        self.generator.export(directory, verbose=False)
+        """Writes the sampling generator (the EMA copy if on) as a SavedModel.
+
+        `tf.saved_model.load(directory).serve(z)` (`serve(z, labels)` when conditional) returns
+        its samples in inference mode; `fusedprop_export.json` beside it says which weights
+        were exported (`"weights": "ema"` or `"trained"`) and at which step.
+        """
+        info = {
+            "weights": "trained" if self.ema_generator is None else "ema",
+            "ema_decay": self.ema_decay,
+            "step": int(self.g_optimizer.iterations.numpy()) if self.g_optimizer is not None else 0,
+        }
+        try:
+            dtype = self.generator.inputs[0].dtype
+        except (AttributeError, TypeError, IndexError):
+            dtype = "float32"
+        fp_export.export_generator(self.sampling_generator, directory, self.latent_dim, self.num_classes, info, dtype)
 
     def get_config(self):
         """Constructor arguments, with both networks serialized."""
@@ -351,6 +473,13 @@ class FusedPropGAN(keras.Model):
             "seed": self.seed,
             "latent_dim": self.latent_dim,
             "check_independence": self.check_independence,
+            "num_classes": self.num_classes,
+            "ema_decay": self.ema_decay,
+            "ema_start": self.ema_start,
+            "augment": self.augment,
+            "r1_gamma": self.r1_gamma,
+            "gp_weight": self.gp_weight,
+            "reg_every": self.reg_every,
         }
 
     @classmethod

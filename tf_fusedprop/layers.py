@@ -1,4 +1,4 @@
-"""InvFusedProp-capable drop-in replacements for `keras.layers.Dense` and `keras.layers.Conv2D`.
+"""InvFusedProp-capable drop-in replacements for `keras.layers.Dense`, `Conv2D` and `Embedding`.
 
 Outside a `tf_fusedprop.ops.ParameterGradientScaling` scope these layers compute exactly
 what the Keras layers compute. Inside one, their kernel/bias gradients are formed from the
@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tf_fusedprop import ops
 
-__all__ = ["Dense", "Conv2D", "supports_parameter_gradient_scaling"]
+__all__ = ["Conv2D", "Dense", "Embedding", "supports_parameter_gradient_scaling"]
 
 
 def supports_parameter_gradient_scaling(layer):
@@ -30,20 +30,23 @@ def supports_parameter_gradient_scaling(layer):
 class _FusedPropLayer:
     """Mixin that makes a Keras layer InvFusedProp-capable (per-sample parameter-gradient
     scaling inside a `ParameterGradientScaling` scope) and adds `spectral_norm` (SNGAN
-    semantics). The layer supplies `_affine(inputs, kernel, scaling)` (without activation)."""
+    semantics). The layer names its weight matrix (`_weight_name`) and supplies
+    `_affine(inputs, weight, scaling)` (without activation)."""
 
     _supports_parameter_gradient_scaling = True
+    _weight_name = "kernel"
 
     def build(self, input_shape):
         super().build(input_shape)
-        self._build_spectral_norm(self.kernel.shape[-1])
+        self._build_spectral_norm(getattr(self, self._weight_name).shape[-1])
 
     def call(self, inputs, training=None):
         scaling = ops.active_parameter_gradient_scaling()
         if scaling is None and not self.spectral_norm:
             return super().call(inputs)
         x = self._affine(inputs, self._normalized_kernel(training), scaling)
-        return self.activation(x) if self.activation is not None else x
+        activation = getattr(self, "activation", None)
+        return activation(x) if activation is not None else x
 
     def get_config(self):
         config = super().get_config()
@@ -52,15 +55,18 @@ class _FusedPropLayer:
 
     def _build_spectral_norm(self, out_dim):
         if self.spectral_norm:
+            # Under a tf.distribute strategy every replica computes the same u from the same
+            # (mirrored) kernel; the first replica's value is the one stored.
             self.sn_u = self.add_weight(
                 name="sn_u",
                 shape=(out_dim,),
                 initializer=keras.initializers.RandomNormal(stddev=1.0),
                 trainable=False,
+                aggregation="only_first_replica",
             )
 
     def _normalized_kernel(self, training):
-        kernel = self.kernel
+        kernel = getattr(self, self._weight_name)
         if not self.spectral_norm:
             return kernel
         # The power iteration runs at least in float32: under a mixed policy the kernel read
@@ -142,3 +148,30 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
             )
         x = self.convolution_op(inputs, kernel)
         return keras.ops.add(x, self.bias) if self.use_bias else x
+
+
+@keras.saving.register_keras_serializable(package="tf_fusedprop")
+class Embedding(_FusedPropLayer, keras.layers.Embedding):
+    """`keras.layers.Embedding` with InvFusedProp parameter-gradient scaling and optional SN.
+
+    Inside a scaling scope the gradient of looked-up row i is multiplied by sample i's factor
+    before it is added to the table's gradient (e.g. the class embedding of a projection
+    discriminator). With `spectral_norm=True` the table `[input_dim, output_dim]` is divided by
+    its largest singular value, as SNGAN's projection discriminator does.
+
+    Args:
+      input_dim, output_dim: as in `keras.layers.Embedding` (classes, embedding size).
+      spectral_norm: if True, use the spectrally normalized table (see module docstring).
+      **kwargs: every other `keras.layers.Embedding` argument.
+    """
+
+    _weight_name = "embeddings"
+
+    def __init__(self, input_dim, output_dim, spectral_norm=False, **kwargs):
+        super().__init__(input_dim, output_dim, **kwargs)
+        self.spectral_norm = bool(spectral_norm)
+
+    def _affine(self, inputs, table, scaling):
+        if scaling is not None:
+            return ops.scaled_embedding(inputs, table, scaling)
+        return tf.gather(table, tf.cast(inputs, "int32"))

@@ -30,6 +30,7 @@ __all__ = [
     "scale_per_sample",
     "scaled_conv2d",
     "scaled_dense",
+    "scaled_embedding",
 ]
 
 
@@ -227,3 +228,23 @@ def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
         return y, grad
 
     return _conv(*_as_tensors(inputs, kernel, bias))
+
+
+def scaled_embedding(ids, table, factor):
+    """`table[ids]` whose table gradient adds each looked-up row's per-sample scaled upstream.
+
+    `ids` is an int tensor with the batch first (`[batch]` or `[batch, k]`); `factor` is a
+    `DeferredFactor` (or `[batch]` tensor). The table gradient is dense (class tables are small).
+    """
+    ids = tf.cast(ids, tf.int32)
+
+    @tf.custom_gradient
+    def _lookup(t):
+        def grad(upstream):
+            scaled = scale_per_sample(upstream, _factor_value(factor))
+            rows = tf.reshape(scaled, [-1, tf.shape(t)[-1]])
+            return tf.math.unsorted_segment_sum(rows, tf.reshape(ids, [-1]), tf.shape(t)[0])
+
+        return tf.gather(t, ids), grad
+
+    return _lookup(tf.convert_to_tensor(table))

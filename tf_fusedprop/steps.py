@@ -30,6 +30,7 @@ __all__ = [
     "SINGLE_PASS_FORMS",
     "DiscriminatorStep",
     "GeneratorStep",
+    "StepOptions",
     "StepResult",
     "check_discriminator",
     "check_form",
@@ -130,13 +131,16 @@ INDEPENDENCE_TOLERANCE = 1e-4
 def sample_coupling(discriminator, x):
     """How much D's outputs for the other samples move when sample 0 of `x` changes.
 
-    Two training-mode forward passes of D, on `x` (at least 2 samples) and on `x` with its
-    first sample replaced by noise, from the same state (spectral-norm vectors, batch
+    Two training-mode forward passes of D, on `x` (at least 2 samples; or `[x, labels]` for a
+    conditional D) and on `x` with its first sample replaced by noise, from the same state (spectral-norm vectors, batch
     statistics and random-seed states are restored before each pass and after, so dropout
     masks repeat): the largest change of the other samples' outputs relative to the change of
     sample 0's. It is 0 for a D that treats samples independently, and clearly positive for
     any cross-sample layer (batch statistics, a subtracted batch mean, minibatch std...).
     """
+    extra = []
+    if isinstance(x, (list, tuple)):  # a conditional D's [samples, labels]: labels stay as they are
+        x, extra = x[0], list(x[1:])
     x = tf.convert_to_tensor(x)
     state = [(v, tf.identity(v)) for v in discriminator.non_trainable_variables]
 
@@ -146,7 +150,8 @@ def sample_coupling(discriminator, x):
 
     def outputs(inputs):
         restore()
-        return tf.cast(tf.reshape(discriminator(inputs, training=True), [-1]), tf.float64)
+        logits = discriminator([inputs] + extra if extra else inputs, training=True)
+        return tf.cast(tf.reshape(logits, [-1]), tf.float64)
 
     noise = tf.random.stateless_normal(tf.shape(x[:1]), seed=[7, 11], dtype=x.dtype)
     try:
@@ -184,16 +189,20 @@ def check_sample_independence(discriminator, x, form):
     _independent[discriminator] = True
 
 
-def probe_batch(generator, latent_shape, dtype=tf.float32):
+def probe_batch(generator, latent_shape, dtype=tf.float32, labels=None):
     """A small batch of D inputs for `check_sample_independence`: G's inference-mode output
-    on 4 random latents of `latent_shape` (None when that shape is not fully known)."""
+    on 4 random latents of `latent_shape` (None when that shape is not fully known). For a
+    conditional G (`labels` given, any int tensor) it returns `[samples, labels]` with labels 0.
+    """
     latent_shape = tf.TensorShape(latent_shape)
     if not latent_shape.is_fully_defined():
         return None
     with tf.init_scope():
         latents = tf.random.stateless_normal([4] + latent_shape.as_list(), seed=[3, 5], dtype=dtype)
-        samples = generator(latents, training=False)
-        return tf.cast(samples, tf.float32) if samples.dtype.size < 4 else samples
+        classes = None if labels is None else tf.zeros([4], labels.dtype)
+        samples = generator(latents if classes is None else [latents, classes], training=False)
+        samples = tf.cast(samples, tf.float32) if samples.dtype.size < 4 else samples
+        return samples if classes is None else [samples, classes]
 
 
 def discriminator_logits(discriminator, x):
@@ -231,8 +240,25 @@ def _rule(form, loss=None):
     return _RULES[form]
 
 
-def _concat_samples(real, fake):
-    return tf.concat([real, tf.cast(fake, real.dtype)], axis=0)
+class StepOptions(collections.namedtuple(
+        "StepOptions", ["real_labels", "fake_labels", "augment", "regularizers", "seed", "loss_scale"],
+        defaults=(None, None, None, (), None, None))):
+    """What a step adds to the plain GAN objectives; every field is optional.
+
+    * `real_labels`, `fake_labels`: `[batch]` int class labels of a conditional GAN. G is then
+      called as `generator([z, fake_labels])` and D as `discriminator([x, labels])`.
+    * `augment`: a differentiable, per-sample map of D's input batch (e.g. a seeded
+      `tf_fusedprop.augment.DiffAugment`), applied to real and fake samples alike before D.
+    * `regularizers`: D's gradient penalties (`tf_fusedprop.regularizers`), added to D's
+      objective in the same pass: penalties on interpolates add `[batch]` rows to D's call.
+    * `seed`: a `[2]` int seed of the step's own randomness (the interpolation weights).
+    * `loss_scale`: a float32 scalar multiplying the objectives before the backward pass
+      (mixed_float16 loss scaling); the gradients come back multiplied by it.
+    """
+
+
+def _generate(generator, z, labels):
+    return generator(z if labels is None else [z, labels], training=True)
 
 
 def _gradient(tape, objective, sources, loss_scale):
@@ -241,58 +267,101 @@ def _gradient(tape, objective, sources, loss_scale):
     return tape.gradient(objective, sources, output_gradients=seed)
 
 
-def _single_pass(generator, discriminator, real, z, loss, rule, loss_scale):
+def _interpolates(real, fake, seed):
+    shape = tf.concat([tf.shape(real)[:1], tf.ones([tf.rank(real) - 1], tf.int32)], axis=0)
+    if seed is None:
+        weights = tf.random.uniform(shape, dtype=real.dtype)
+    else:
+        weights = tf.random.stateless_uniform(shape, seed=seed, dtype=real.dtype)
+    return weights * real + (1 - weights) * tf.stop_gradient(fake)
+
+
+class _Discriminated(collections.namedtuple("_Discriminated", ["real_logits", "fake_logits", "logits", "penalty"])):
+    """D's logits on one call (`logits`: all rows, for the parameter-scaling factor) and a
+    zero-argument `penalty` that forms the regularizers' value (call it after the factors of
+    the backward pass are set: it back-propagates to D's input)."""
+
+
+def _discriminate(discriminator, real, fake, options):
+    """D once on `concat(real, fake[, interpolates])`, augmented; see `_Discriminated`."""
     n = tf.shape(real)[0]
+    regularizers = tuple(options.regularizers)
+    samples, labels = [real, fake], [options.real_labels, options.fake_labels]
+    if any(r.rows == "interpolates" for r in regularizers):
+        samples.append(_interpolates(real, fake, options.seed))
+        labels.append(options.real_labels)
+    x = tf.concat(samples, axis=0)
+    labels = None if options.real_labels is None else tf.concat(labels, axis=0)
+    inner = tf.GradientTape() if regularizers else contextlib.nullcontext()
+    with inner:
+        if regularizers:
+            inner.watch(x)
+        seen = x if options.augment is None else options.augment(x)
+        logits = discriminator_logits(discriminator, seen if labels is None else [seen, labels])
+        rows = {"real": logits[:n], "interpolates": logits[2 * n :]}
+        target = tf.add_n([tf.reduce_sum(rows[r.rows]) for r in regularizers]) if regularizers else None
+
+    def penalty():
+        if not regularizers:
+            return tf.zeros([], logits.dtype)
+        grads = inner.gradient(target, x)
+        grads = {"real": grads[:n], "interpolates": grads[2 * n :]}
+        return tf.add_n([tf.cast(r(grads[r.rows]), logits.dtype) for r in regularizers])
+
+    return _Discriminated(logits[:n], logits[n : 2 * n], logits, penalty)
+
+
+def _single_pass(generator, discriminator, real, z, loss, rule, options):
     to_generator = ops.DeferredFactor()
     scaling = ops.ParameterGradientScaling() if rule.may_invert else contextlib.nullcontext()
     with tf.GradientTape() as tape:
         # Cast first: under mixed precision the factor then meets D's float32 input gradient,
         # and only the product (G's own gradient) is rounded to G's narrower dtype.
-        fake = tf.cast(generator(z, training=True), real.dtype)
+        fake = tf.cast(_generate(generator, z, options.fake_labels), real.dtype)
         if rule.may_fuse:
             fake = ops.scale_gradient(fake, to_generator)
         with scaling:
-            logits = discriminator_logits(discriminator, _concat_samples(real, fake))
-        real_logits, fake_logits = logits[:n], logits[n:]
-        y = tf.stop_gradient(fake_logits)
+            d = _discriminate(discriminator, real, fake, options)
+        y = tf.stop_gradient(d.fake_logits)
         fused = rule.fused(loss, y)
         ones = tf.ones_like(y)
         if rule.may_fuse:
             to_generator.set(tf.where(fused, loss.lambda_(y), ones))
-        if rule.may_invert:
-            scaling.set(tf.concat([tf.ones_like(real_logits), tf.where(fused, ones, loss.lambda_inv(y))], axis=0))
-        real_term = tf.reduce_mean(loss.d_real(real_logits))
-        d_fake_values, g_values = loss.d_fake(fake_logits), loss.g(fake_logits)
+        if rule.may_invert:  # 1 for real samples (and interpolates), lambda_inv for inverse fake ones
+            n = tf.shape(real)[0]
+            rest = tf.ones_like(d.logits[2 * n :])
+            scaling.set(tf.concat([tf.ones_like(d.real_logits), tf.where(fused, ones, loss.lambda_inv(y)), rest], axis=0))
+        real_term = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty()
+        d_fake_values, g_values = loss.d_fake(d.fake_logits), loss.g(d.fake_logits)
         objective = real_term + tf.reduce_mean(tf.where(fused, d_fake_values, g_values))
-    d_grads, g_grads = _gradient(tape, objective, (discriminator.trainable_variables, generator.trainable_variables), loss_scale)
+    variables = (discriminator.trainable_variables, generator.trainable_variables)
+    d_grads, g_grads = _gradient(tape, objective, variables, options.loss_scale)
     d_loss = real_term + tf.reduce_mean(d_fake_values)
-    return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), real_logits, fake_logits)
+    return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits)
 
 
-def _two_pass(generator, discriminator, real, z, loss, loss_scale):
-    n = tf.shape(real)[0]
+def _two_pass(generator, discriminator, real, z, loss, options):
     with tf.GradientTape(persistent=True) as tape:
-        fake = generator(z, training=True)
-        logits = discriminator_logits(discriminator, _concat_samples(real, fake))
-        real_logits, fake_logits = logits[:n], logits[n:]
-        d_loss = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(loss.d_fake(fake_logits))
-        g_loss = tf.reduce_mean(loss.g(fake_logits))
-    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, loss_scale)
-    g_grads = _gradient(tape, g_loss, generator.trainable_variables, loss_scale)
+        fake = tf.cast(_generate(generator, z, options.fake_labels), real.dtype)
+        d = _discriminate(discriminator, real, fake, options)
+        d_loss = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty() + tf.reduce_mean(loss.d_fake(d.fake_logits))
+        g_loss = tf.reduce_mean(loss.g(d.fake_logits))
+    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, options.loss_scale)
+    g_grads = _gradient(tape, g_loss, generator.trainable_variables, options.loss_scale)
     del tape
-    return StepResult(d_grads, g_grads, d_loss, g_loss, real_logits, fake_logits)
+    return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits)
 
 
-def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, check_independence=True,
-               loss_scale=None):
+def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, options=None,
+               check_independence=True):
     """Runs one simultaneous step's forward and backward passes; returns a `StepResult`.
 
-    Same contract as `compute_gradients`, with the losses and logits returned as well. With a
-    `loss_scale` (a float32 scalar, for mixed_float16's loss scaling) the objectives are
-    multiplied by it before the backward pass, so the gradients come back multiplied by it;
-    the reported losses are not scaled.
+    Same contract as `compute_gradients`, with the losses and logits returned as well;
+    `options` is a `StepOptions` (labels, augmentation, regularizers, loss scale). `d_loss`
+    includes the regularizers' penalty; the reported losses are never loss-scaled.
     """
     loss = check_form(loss, form)
+    options = StepOptions() if options is None else options
     if form == "alternating":
         raise ValueError(
             "compute_gradients computes one simultaneous step; form='alternating' alternates "
@@ -301,29 +370,35 @@ def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fu
         )
     check_discriminator(discriminator, form)
     if check_independence and form in SINGLE_PASS_FORMS:
-        probe = probe_batch(generator, z.shape[1:], z.dtype)
+        probe = probe_batch(generator, z.shape[1:], z.dtype, labels=options.fake_labels)
         if probe is not None:
             check_sample_independence(discriminator, probe, form)
     if form == "simultaneous":
-        return _two_pass(generator, discriminator, real, z, loss, loss_scale)
-    return _single_pass(generator, discriminator, real, z, loss, _rule(form, loss), loss_scale)
+        return _two_pass(generator, discriminator, real, z, loss, options)
+    return _single_pass(generator, discriminator, real, z, loss, _rule(form, loss), options)
 
 
-def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, check_independence=True):
+def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, real_labels=None,
+                      fake_labels=None, augment=None, regularizers=(), seed=None, check_independence=True):
     """Both players' gradients for one simultaneous gradient-descent (SimGD) step.
 
-    D's objective is `mean(d_real(D(real))) + mean(d_fake(D(G(z))))`, G's is
-    `mean(g(D(G(z))))`, both at the current parameters; G and D are called with
-    `training=True`. D is called once on `concat(real, G(z))`.
+    D's objective is `mean(d_real(D(real))) + mean(d_fake(D(G(z))))` plus the regularizers'
+    penalties, G's is `mean(g(D(G(z))))`, both at the current parameters; G and D are called
+    with `training=True`. D is called once on `concat(real, G(z)[, interpolates])`.
 
     Args:
-      generator: a Keras model mapping latents `z` to samples.
-      discriminator: a Keras model mapping samples to one logit per sample.
+      generator: a Keras model mapping latents `z` (and labels) to samples.
+      discriminator: a Keras model mapping samples (and labels) to one logit per sample.
       real: a batch of real samples, same batch size as `z`.
       z: a batch of latents.
       loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`.
       form: "fused", "inverse", "adaptive" (single pass) or "simultaneous" (two backward
         passes, the reference).
+      real_labels, fake_labels: `[batch]` int labels for a conditional G and D (both or none):
+        G gets `[z, fake_labels]`, D gets `[samples, labels]`.
+      augment: a differentiable per-sample map applied to D's whole input batch (DiffAugment).
+      regularizers: D's gradient penalties (`tf_fusedprop.regularizers.R1`, `GradientPenalty`).
+      seed: a `[2]` int seed of the interpolation weights of `GradientPenalty`.
       check_independence: for the single-pass forms, probe D once (per discriminator object)
         for cross-sample coupling (`check_sample_independence`), which would make their
         gradients wrong. Pass False only for a D you know to be per-sample.
@@ -336,44 +411,49 @@ def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", f
       ValueError: unknown loss or form, a (loss, form) pair the loss does not support
         (hinge with "fused"), or a discriminator the form cannot handle exactly.
     """
-    result = simgd_step(generator, discriminator, real, z, loss=loss, form=form, check_independence=check_independence)
+    options = StepOptions(real_labels, fake_labels, augment, tuple(regularizers), seed)
+    result = simgd_step(generator, discriminator, real, z, loss=loss, form=form, options=options,
+                        check_independence=check_independence)
     return result.d_grads, result.g_grads
 
 
-def discriminator_step(generator, discriminator, real, z, loss="nonsaturating", *, loss_scale=None):
+def discriminator_step(generator, discriminator, real, z, loss="nonsaturating", *, options=None):
     """D's gradients of a conventional (alternating) D step; returns a `DiscriminatorStep`.
 
-    G runs forward only (no tape records it); D runs once on `concat(real, G(z))` and its loss
-    `mean(d_real) + mean(d_fake)` is differentiated with respect to D's variables (multiplied
-    by `loss_scale` first, if given).
+    G runs forward only (no tape records it); D runs once on `concat(real, G(z)[,
+    interpolates])` and its loss `mean(d_real) + mean(d_fake)` plus the regularizers' penalty
+    is differentiated with respect to D's variables. `options`: a `StepOptions`.
     """
     loss = fp_losses.get(loss)
-    fake = tf.stop_gradient(generator(z, training=True))
+    options = StepOptions() if options is None else options
+    fake = tf.stop_gradient(tf.cast(_generate(generator, z, options.fake_labels), real.dtype))
     with tf.GradientTape() as tape:
-        logits = discriminator_logits(discriminator, _concat_samples(real, fake))
-        real_logits, fake_logits = tf.split(logits, 2)
-        d_loss = tf.reduce_mean(loss.d_real(real_logits)) + tf.reduce_mean(loss.d_fake(fake_logits))
-    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, loss_scale)
-    return DiscriminatorStep(d_grads, d_loss, real_logits, fake_logits)
+        d = _discriminate(discriminator, real, fake, options)
+        d_loss = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty() + tf.reduce_mean(loss.d_fake(d.fake_logits))
+    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, options.loss_scale)
+    return DiscriminatorStep(d_grads, d_loss, d.real_logits, d.fake_logits)
 
 
-def generator_step(generator, discriminator, z, loss="nonsaturating", discriminator_gradients=False, *,
-                   loss_scale=None):
+def generator_step(generator, discriminator, z, loss="nonsaturating", discriminator_gradients=False, *, options=None):
     """G's gradients of a conventional (alternating) G step; returns a `GeneratorStep`.
 
     By default only G's variables are differentiated, so TensorFlow forms D's input gradients
     but not its parameter gradients (the efficient baseline). With
     `discriminator_gradients=True` D's parameter gradients of G's loss are formed and returned
     too, as a conventional step in PyTorch does (the paper's baseline); a caller that wants
-    their cost must consume them, since a graph prunes gradients nobody reads. `loss_scale`
-    multiplies G's loss before the backward pass.
+    their cost must consume them, since a graph prunes gradients nobody reads. `options`: a
+    `StepOptions` (its `fake_labels`, `augment` and `loss_scale` apply; G's loss has no
+    regularizer).
     """
     loss = fp_losses.get(loss)
+    options = StepOptions() if options is None else options
     with tf.GradientTape() as tape:
-        logits = discriminator_logits(discriminator, generator(z, training=True))
-        g_loss = tf.reduce_mean(loss.g(logits))
+        fake = _generate(generator, z, options.fake_labels)
+        seen = fake if options.augment is None else options.augment(fake)
+        inputs = seen if options.fake_labels is None else [seen, options.fake_labels]
+        g_loss = tf.reduce_mean(loss.g(discriminator_logits(discriminator, inputs)))
     g_vars = generator.trainable_variables
     if not discriminator_gradients:
-        return GeneratorStep(_gradient(tape, g_loss, g_vars, loss_scale), g_loss, None)
-    grads = _gradient(tape, g_loss, g_vars + discriminator.trainable_variables, loss_scale)
+        return GeneratorStep(_gradient(tape, g_loss, g_vars, options.loss_scale), g_loss, None)
+    grads = _gradient(tape, g_loss, g_vars + discriminator.trainable_variables, options.loss_scale)
     return GeneratorStep(grads[: len(g_vars)], g_loss, grads[len(g_vars) :])

@@ -9,6 +9,7 @@ of the FusedProp paper's Table 2 (CIFAR-10). Upsampling is nearest-neighbour, do
 import keras
 
 from tf_fusedprop import layers as fp_layers
+from tf_fusedprop.networks.conditional import batch_norm, labels_input, output_logits
 from tf_fusedprop.networks.dtypes import variable_dtype
 
 __all__ = ["GlobalSumPooling2D", "resnet_generator", "resnet_discriminator"]
@@ -25,13 +26,14 @@ class GlobalSumPooling2D(keras.layers.Layer):
         return (input_shape[0], input_shape[3])
 
 
-def _up_block(x, filters, dtype):
-    """BN-ReLU-up-conv3x3-BN-ReLU-conv3x3, plus the shortcut up-conv1x1."""
-    h = keras.layers.BatchNormalization(dtype=dtype)(x)
+def _up_block(x, filters, dtype, labels=None, num_classes=None):
+    """BN-ReLU-up-conv3x3-BN-ReLU-conv3x3, plus the shortcut up-conv1x1 (BN class-conditional
+    when `labels` is given)."""
+    h = batch_norm(x, labels, num_classes, dtype)
     h = keras.layers.ReLU(dtype=dtype)(h)
     h = keras.layers.UpSampling2D(dtype=dtype)(h)
     h = keras.layers.Conv2D(filters, 3, padding="same", dtype=dtype)(h)
-    h = keras.layers.BatchNormalization(dtype=dtype)(h)
+    h = batch_norm(h, labels, num_classes, dtype)
     h = keras.layers.ReLU(dtype=dtype)(h)
     h = keras.layers.Conv2D(filters, 3, padding="same", dtype=dtype)(h)
     shortcut = keras.layers.UpSampling2D(dtype=dtype)(x)
@@ -61,7 +63,7 @@ def _dis_block(x, filters, spectral_norm, dtype, first=False, downsample=True):
     return keras.layers.Add(dtype=dtype)([h, shortcut])
 
 
-def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None):
+def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None, num_classes=None):
     """SNGAN's ResNet generator for CIFAR-10 (Miyato et al. 2018, Table 4 (a)).
 
     `z -> Dense(bottom*bottom*width)`, three up-sampling residual blocks of `width` channels
@@ -74,23 +76,26 @@ def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None
       channels: output image channels.
       bottom: spatial size after the Dense layer; images are `8 * bottom` pixels square.
       dtype: dtype or dtype policy of every layer; None for the default.
+      num_classes: for a class-conditional G (SNGAN-projection), the number of classes: the
+        model takes `[z, labels]` and its BatchNorms are class-conditional.
 
     Returns:
-      A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents to
+      A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents (and labels) to
       `(batch, 8*bottom, 8*bottom, channels)` images in [-1, 1].
     """
     z = keras.Input((latent_dim,), dtype=variable_dtype(dtype), name="z")
+    labels = None if num_classes is None else labels_input()
     x = keras.layers.Dense(bottom * bottom * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, width), dtype=dtype)(x)
     for _ in range(3):
-        x = _up_block(x, width, dtype)
-    x = keras.layers.BatchNormalization(dtype=dtype)(x)
+        x = _up_block(x, width, dtype, labels, num_classes)
+    x = batch_norm(x, labels, num_classes, dtype)
     x = keras.layers.ReLU(dtype=dtype)(x)
     x = keras.layers.Conv2D(channels, 3, padding="same", activation="tanh", dtype=dtype)(x)
-    return keras.Model(z, x, name="generator")
+    return keras.Model(z if labels is None else [z, labels], x, name="generator")
 
 
-def resnet_discriminator(input_shape=(32, 32, 3), width=128, spectral_norm=True, dtype=None):
+def resnet_discriminator(input_shape=(32, 32, 3), width=128, spectral_norm=True, dtype=None, num_classes=None):
     """SNGAN's ResNet discriminator for CIFAR-10 (Miyato et al. 2018, Table 4 (c)).
 
     An optimized down block (conv3x3-ReLU-conv3x3-avgpool; shortcut avgpool-conv1x1), a down
@@ -105,17 +110,20 @@ def resnet_discriminator(input_shape=(32, 32, 3), width=128, spectral_norm=True,
       spectral_norm: whether every layer is spectrally normalized (SNGAN semantics).
       dtype: dtype or dtype policy of the layers; the last Dense computes in the policy's
         variable dtype, so logits stay float32 under mixed precision. None for the default.
+      num_classes: for a projection discriminator (SNGAN-projection), the number of classes:
+        the model takes `[images, labels]`.
 
     Returns:
-      A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images to
-      `(batch, 1)` raw logits.
+      A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images (and
+      labels) to `(batch, 1)` raw logits.
     """
     x = inputs = keras.Input(input_shape, dtype=variable_dtype(dtype), name="images")
+    labels = None if num_classes is None else labels_input()
     x = _dis_block(x, width, spectral_norm, dtype, first=True)
     x = _dis_block(x, width, spectral_norm, dtype)
     x = _dis_block(x, width, spectral_norm, dtype, downsample=False)
     x = _dis_block(x, width, spectral_norm, dtype, downsample=False)
     x = keras.layers.ReLU(dtype=dtype)(x)
     x = GlobalSumPooling2D(dtype=dtype)(x)
-    x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=variable_dtype(dtype))(x)
-    return keras.Model(inputs, x, name="discriminator")
+    x = output_logits(x, labels, num_classes, spectral_norm, dtype)
+    return keras.Model(inputs if labels is None else [inputs, labels], x, name="discriminator")

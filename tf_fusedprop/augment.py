@@ -1,0 +1,114 @@
+"""Differentiable Augmentation (DiffAugment; Zhao et al., NeurIPS 2020) for D's inputs.
+
+`DiffAugment(policy)` transforms a batch of NHWC images, every sample with its own random
+parameters, by differentiable operations, so G is trained through them. Applied to the real
+and the fake samples of D's one call (`tf_fusedprop.steps.StepOptions.augment`), it keeps D
+a per-sample function of its input, so the single-pass forms stay exact.
+
+Policies (comma-separated, applied in this order):
+
+* `color`: brightness (add U[-0.5, 0.5)), saturation (scale the deviation from the channel
+  mean by U[0, 2)), contrast (scale the deviation from the image mean by U[0.5, 1.5)).
+* `translation`: shift by whole pixels, up to 1/8 of the size per axis, zero padded.
+* `cutout`: zero a square of half the size at a random position (clipped at the border).
+
+Randomness is stateless: the same `[2]` seed gives the same transformation, which
+`FusedPropGAN` draws per step and folds with the replica id.
+"""
+
+import tensorflow as tf
+
+__all__ = ["DiffAugment", "POLICIES"]
+
+POLICIES = ("color", "translation", "cutout")
+
+
+def _uniform(seed, x, minval=0.0, maxval=1.0):
+    """One U[minval, maxval) value per sample, shaped to broadcast over `x`'s other axes."""
+    shape = tf.concat([tf.shape(x)[:1], tf.ones([tf.rank(x) - 1], tf.int32)], axis=0)
+    return tf.random.stateless_uniform(shape, seed=seed, minval=minval, maxval=maxval, dtype=x.dtype)
+
+
+def _color(x, seed):
+    seeds = tf.random.experimental.stateless_split(seed, 3)
+    x = x + _uniform(seeds[0], x, -0.5, 0.5)
+    channel_mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    x = (x - channel_mean) * _uniform(seeds[1], x, 0.0, 2.0) + channel_mean
+    image_mean = tf.reduce_mean(x, axis=[1, 2, 3], keepdims=True)
+    return (x - image_mean) * _uniform(seeds[2], x, 0.5, 1.5) + image_mean
+
+
+def _shifted_indices(size, pad, seed, n):
+    """Per-sample source indices `[n, size]` into an axis padded by `pad` on both sides."""
+    shift = tf.random.stateless_uniform([n, 1], seed=seed, minval=-pad, maxval=pad + 1, dtype=tf.int32)
+    return tf.range(size)[None, :] + pad - shift
+
+
+def _translation(x, seed, ratio=0.125):
+    height, width = x.shape[1], x.shape[2]
+    pad_h, pad_w = int(height * ratio + 0.5), int(width * ratio + 0.5)
+    n = tf.shape(x)[0]
+    seeds = tf.random.experimental.stateless_split(seed, 2)
+    padded = tf.pad(x, [[0, 0], [pad_h, pad_h], [pad_w, pad_w], [0, 0]])
+    rows = tf.gather(padded, _shifted_indices(height, pad_h, seeds[0], n), axis=1, batch_dims=1)
+    return tf.gather(rows, _shifted_indices(width, pad_w, seeds[1], n), axis=2, batch_dims=1)
+
+
+def _band(size, cut, seed, n):
+    """`[n, size]` 1 inside a band of `cut` positions at a random center (clipped), else 0."""
+    center = tf.random.stateless_uniform([n, 1], seed=seed, minval=0, maxval=size, dtype=tf.int32)
+    position = tf.range(size)[None, :] - (center - cut // 2)
+    return tf.cast((position >= 0) & (position < cut), tf.float32)
+
+
+def _cutout(x, seed, ratio=0.5):
+    height, width = x.shape[1], x.shape[2]
+    n = tf.shape(x)[0]
+    seeds = tf.random.experimental.stateless_split(seed, 2)
+    rows = _band(height, int(height * ratio + 0.5), seeds[0], n)
+    cols = _band(width, int(width * ratio + 0.5), seeds[1], n)
+    mask = 1.0 - rows[:, :, None] * cols[:, None, :]
+    return x * tf.cast(mask[..., None], x.dtype)
+
+
+_OPERATIONS = {"color": _color, "translation": _translation, "cutout": _cutout}
+
+
+class DiffAugment:
+    """A DiffAugment policy: `augment(images, seed)` transforms each sample independently.
+
+    Args:
+      policy: comma-separated names from `POLICIES`, e.g. "translation,cutout,color" (the
+        order given is irrelevant: color, translation, cutout always run in that order, as in
+        the authors' code); "" for none.
+
+    Raises:
+      ValueError: an unknown name.
+    """
+
+    def __init__(self, policy="color,translation,cutout"):
+        names = [name.strip() for name in policy.split(",") if name.strip()]
+        unknown = sorted(set(names) - set(POLICIES))
+        if unknown:
+            raise ValueError(f"Unknown DiffAugment policy {unknown}. Received: policy={policy!r}; valid: {', '.join(POLICIES)}.")
+        self.policy = ",".join(name for name in POLICIES if name in names)
+
+    def __call__(self, images, seed):
+        """Transforms NHWC `images` with per-sample parameters drawn from the `[2]` int `seed`.
+
+        Raises:
+          ValueError: `images` is not a batch of images with static height and width.
+        """
+        if images.shape.rank != 4 or images.shape[1] is None or images.shape[2] is None:
+            raise ValueError(f"DiffAugment transforms NHWC images with static height and width. Received: shape {images.shape}")
+        seed = tf.cast(seed, tf.int64)
+        for i, name in enumerate(self.policy.split(",") if self.policy else []):
+            images = _OPERATIONS[name](images, tf.random.experimental.stateless_fold_in(seed, i))
+        return images
+
+    def bind(self, seed):
+        """`lambda images: self(images, seed)`, for `StepOptions.augment`."""
+        return lambda images: self(images, seed)
+
+    def __repr__(self):
+        return f"DiffAugment({self.policy!r})"

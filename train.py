@@ -158,9 +158,9 @@ def run(argv):
     with _native_stderr_silenced(quiet):
         import tensorflow as tf
 
-        from tf_fusedprop import train_lib
-        from tf_fusedprop.data import DatasetUnavailableError
-        from tf_fusedprop.metrics import InceptionModuleUnavailableError
+        from tf_fusedprop.experiment import train_lib
+        from tf_fusedprop.experiment.data import DatasetUnavailableError
+        from tf_fusedprop.experiment.metrics import InceptionModuleUnavailableError
 
         tf.config.list_physical_devices()  # Probes for CUDA here, while its banner is hidden.
     try:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import train
-from tests.callbacks_test import read_events
+from tests.experiment.callbacks_test import read_events
 
 TRAIN = os.path.abspath(train.__file__)
 
@@ -69,7 +69,7 @@ def test_config_paths_resolve_from_any_directory(tmp_path, capsys, monkeypatch):
 
 
 def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(monkeypatch, capsys):
-    from tf_fusedprop import train_lib
+    from tf_fusedprop.experiment import train_lib
 
     calls = []
     monkeypatch.setattr(train_lib, "train", lambda config, workdir, verbose: calls.append((config.name, workdir, verbose)))

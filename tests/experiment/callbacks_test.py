@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from tf_fusedprop import FusedPropGAN
-from tf_fusedprop import callbacks
-from tf_fusedprop import data
 from tf_fusedprop import networks
+from tf_fusedprop.experiment import callbacks
+from tf_fusedprop.experiment import data
 
 
 def read_events(directory):

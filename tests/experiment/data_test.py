@@ -9,7 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
-from tf_fusedprop import data
+from tf_fusedprop.experiment import data
 
 
 def _batches(ds, n):

@@ -10,9 +10,9 @@ import pytest
 import tensorflow_datasets as tfds
 
 from configs import cifar10_cnn_hinge, cifar10_cnn_ns, cifar10_resnet_ns, digits, grid25, ring8
-from tf_fusedprop import data
-from tf_fusedprop import metrics
-from tf_fusedprop import train_lib
+from tf_fusedprop.experiment import data
+from tf_fusedprop.experiment import metrics
+from tf_fusedprop.experiment import train_lib
 
 MODULES = {
     "digits": digits,

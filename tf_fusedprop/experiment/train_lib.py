@@ -3,7 +3,7 @@
 `train` validates the config (raising `ConfigError`, one line, before anything is built),
 picks the workdir, builds the data pipeline, the evaluator, the networks and a
 `FusedPropGAN`, restores the last checkpoint if there is one, fits with the callbacks of
-`tf_fusedprop.callbacks`, exports G and writes `summary.json`. The workdir holds:
+`tf_fusedprop.experiment.callbacks`, exports G and writes `summary.json`. The workdir holds:
 
 | path | what |
 |---|---|
@@ -41,12 +41,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop import callbacks as fp_callbacks
-from tf_fusedprop import data as fp_data
 from tf_fusedprop import losses as fp_losses
-from tf_fusedprop import metrics as fp_metrics
 from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import steps as fp_steps
+from tf_fusedprop.experiment import callbacks as fp_callbacks
+from tf_fusedprop.experiment import data as fp_data
+from tf_fusedprop.experiment import metrics as fp_metrics
 from tf_fusedprop.gan import FusedPropGAN
 
 __all__ = ["ConfigError", "MIXED_PRECISION", "default_workdir", "train", "validate"]
@@ -423,7 +423,7 @@ def _make_evaluator(config, cache_dir, inception, log):
     if config.dataset == "cifar10":
         if inception is None:
             log("FID/IS off: no Inception module; pass --config.inception_path=DIR (TF-GAN's Inception, "
-                "see tf_fusedprop.metrics.InceptionFeatures) to score CIFAR-10.")
+                "see tf_fusedprop.experiment.metrics.InceptionFeatures) to score CIFAR-10.")
             return None
         key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
         cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
@@ -520,8 +520,8 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
 
     Raises:
       ConfigError: invalid config, unwritable workdir, or a workdir holding another run.
-      tf_fusedprop.data.DatasetUnavailableError: CIFAR-10 is not prepared locally.
-      tf_fusedprop.metrics.InceptionModuleUnavailableError: bad `config.inception_path`.
+      tf_fusedprop.experiment.data.DatasetUnavailableError: CIFAR-10 is not prepared locally.
+      tf_fusedprop.experiment.metrics.InceptionModuleUnavailableError: bad `config.inception_path`.
     """
     start = time.perf_counter()
     validate(config)

@@ -34,7 +34,7 @@ import scipy.linalg
 import scipy.special
 import tensorflow as tf
 
-from tf_fusedprop import data as _data
+from tf_fusedprop.experiment import data as _data
 
 __all__ = [
     "DigitsClassifier",

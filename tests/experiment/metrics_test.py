@@ -8,7 +8,7 @@ import pytest
 import scipy.linalg
 import tensorflow as tf
 
-from tf_fusedprop import data, metrics
+from tf_fusedprop.experiment import data, metrics
 
 # --------------------------------------------------------------------------------------------
 # Frechet distance

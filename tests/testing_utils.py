@@ -84,3 +84,24 @@ def max_relative_difference(actual, expected):
     """max |a - e| over all tensors, divided by max |e| over all tensors."""
     scale = max(float(np.max(np.abs(e))) for e in expected)
     return max(float(np.max(np.abs(np.asarray(a) - np.asarray(e)))) for a, e in zip(actual, expected)) / scale
+
+
+# --------------------------------------------------------------------------------------------
+# Shared by the experiment-harness tests (tests/experiment/ and tests/train_test.py); appended
+# here, so their imports stand below the core's helpers.
+# --------------------------------------------------------------------------------------------
+
+import glob  # noqa: E402
+import os  # noqa: E402
+
+
+def read_events(directory):
+    """`{tag: [(step, plugin_name, tensor as numpy)]}` of every TensorBoard event file in `directory`."""
+    records = {}
+    for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*"))):
+        for raw in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(raw.numpy())
+            for value in event.summary.value:
+                tensor = tf.make_ndarray(value.tensor)
+                records.setdefault(value.tag, []).append((event.step, value.metadata.plugin_data.plugin_name, tensor))
+    return records

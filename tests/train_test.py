@@ -13,7 +13,7 @@ import time
 import pytest
 
 import train
-from tests.experiment.callbacks_test import read_events
+from tests.testing_utils import read_events
 
 TRAIN = os.path.abspath(train.__file__)
 

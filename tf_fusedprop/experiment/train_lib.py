@@ -34,7 +34,6 @@ import inspect
 import json
 import math
 import os
-import shutil
 import time
 
 import keras
@@ -46,7 +45,10 @@ from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import steps as fp_steps
 from tf_fusedprop.experiment import callbacks as fp_callbacks
 from tf_fusedprop.experiment import data as fp_data
+from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment import images
 from tf_fusedprop.experiment import metrics as fp_metrics
+from tf_fusedprop.experiment import summaries
 from tf_fusedprop.gan import FusedPropGAN
 
 __all__ = ["ConfigError", "MIXED_PRECISION", "default_workdir", "train", "validate"]
@@ -244,19 +246,6 @@ def _config_dict(config):
     return json.loads(json.dumps(config.to_dict()))
 
 
-def _read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def _write_json(path, value):
-    tmp_path = os.path.join(os.path.dirname(path), f".tmp{os.getpid()}-{os.path.basename(path)}")
-    with open(tmp_path, "w") as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp_path, path)
-
-
 def _flatten(value, prefix=""):
     if isinstance(value, dict):
         items = {}
@@ -284,7 +273,7 @@ def default_workdir(config, runs_root="runs"):
         if os.path.exists(os.path.join(candidate, "summary.json")) or not os.path.exists(config_path):
             continue
         try:
-            if _read_json(config_path) == wanted:
+            if files.read_json(config_path) == wanted:
                 return candidate
         except (OSError, ValueError):
             continue
@@ -302,7 +291,7 @@ def _check_existing_run(workdir, config):
     config_path = os.path.join(workdir, "config.json")
     if not os.path.exists(config_path):
         return None
-    difference = _first_difference(_read_json(config_path), _config_dict(config))
+    difference = _first_difference(files.read_json(config_path), _config_dict(config))
     if difference:
         key, old, new = difference
         raise ConfigError(
@@ -310,7 +299,7 @@ def _check_existing_run(workdir, config):
             "rerun with the same config to resume it, or pass a new --workdir."
         )
     summary_path = os.path.join(workdir, "summary.json")
-    return _read_json(summary_path) if os.path.exists(summary_path) else None
+    return files.read_json(summary_path) if os.path.exists(summary_path) else None
 
 
 def _make_workdir(workdir):
@@ -439,8 +428,8 @@ def _render(config):
     if config.dataset in ("ring8", "grid25"):
         centers, _ = fp_data.mixture_spec(config.dataset)
         extent = float(np.abs(centers).max()) * 1.25 + 0.5
-        return functools.partial(fp_callbacks.scatter_plot, extent=extent, centers=centers)
-    return fp_callbacks.image_grid
+        return functools.partial(images.scatter_plot, extent=extent, centers=centers)
+    return images.image_grid
 
 
 # --------------------------------------------------------------------------------------------
@@ -493,14 +482,6 @@ def _print(*args):
     print(*args, flush=True)
 
 
-def _export_generator(gan, path):
-    tmp_path = f"{path}.tmp{os.getpid()}"
-    gan.export_generator(tmp_path)
-    if os.path.exists(path):
-        shutil.rmtree(path)
-    os.replace(tmp_path, path)
-
-
 def train(config, workdir=None, runs_root="runs", verbose=1):
     """Trains a GAN as `config` says, in `workdir`; resumes the run found there.
 
@@ -539,7 +520,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     _make_workdir(workdir)
     config_path = os.path.join(workdir, "config.json")
     if not os.path.exists(config_path):
-        _write_json(config_path, _config_dict(config))
+        files.write_json(config_path, _config_dict(config))
     cache_dir = config.cache_dir or os.path.join(workdir, "cache")
     evaluator = _make_evaluator(config, cache_dir, inception, _print)
 
@@ -549,7 +530,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     epochs, steps_per_epoch = _schedule(config)
     writer = tf.summary.create_file_writer(os.path.join(workdir, "logs"))
     with writer.as_default():
-        fp_callbacks.summary_text("config", f"```\n{json.dumps(_config_dict(config), indent=2)}\n```", step=initial_epoch * steps_per_epoch)
+        summaries.summary_text("config", f"```\n{json.dumps(_config_dict(config), indent=2)}\n```", step=initial_epoch * steps_per_epoch)
     throughput = fp_callbacks.Throughput()
     evaluation = fp_callbacks.Evaluation(evaluator, every=config.eval_every) if evaluator else None
     grid = fp_callbacks.SampleGrid(
@@ -576,7 +557,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
         metrics = evaluation.last if evaluation.last is not None else evaluator(gan.generator)
         metrics = {key: float(value) if isinstance(value, (float, np.floating)) else int(value) for key, value in metrics.items()}
     generator_path = os.path.join(workdir, "generator")
-    _export_generator(gan, generator_path)
+    files.atomic_write(generator_path, gan.export_generator)
     writer.close()
     samples = grid.last_path or grid.path(epochs - 1)
     summary = {
@@ -596,7 +577,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
         "config": _config_dict(config),
     }
     summary_path = os.path.join(workdir, "summary.json")
-    _write_json(summary_path, summary)
+    files.write_json(summary_path, summary)
     if evaluator is not None:
         _print(evaluator.describe(metrics))
     rate = f", {throughput.steps_per_second:.1f} steps/s" if throughput.steps_per_second else ""

@@ -160,7 +160,7 @@ def run(argv):
 
         from tf_fusedprop.experiment import train_lib
         from tf_fusedprop.experiment.data import DatasetUnavailableError
-        from tf_fusedprop.experiment.metrics import InceptionModuleUnavailableError
+        from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
 
         tf.config.list_physical_devices()  # Probes for CUDA here, while its banner is hidden.
     try:

@@ -1,4 +1,4 @@
-"""Tests of tf_fusedprop.data: shapes, ranges, counts, determinism, errors."""
+"""data: shapes, ranges, counts, determinism, errors."""
 
 import math
 import tempfile
@@ -9,6 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
+from tests import testing_utils
 from tf_fusedprop.experiment import data
 
 
@@ -16,7 +17,7 @@ def _batches(ds, n):
     return [b.numpy() for b in ds.take(n)]
 
 
-class Cifar10Test(tf.test.TestCase, parameterized.TestCase):
+class Cifar10Test(testing_utils.TestCase):
     @parameterized.parameters("train", "test")
     def test_mock_batches_have_shape_dtype_and_range(self, split):
         with tfds.testing.mock_data(num_examples=20):
@@ -58,7 +59,7 @@ class Cifar10Test(tf.test.TestCase, parameterized.TestCase):
             data.cifar10(0, data_dir="/nonexistent")
 
 
-class DigitsTest(tf.test.TestCase, parameterized.TestCase):
+class DigitsTest(testing_utils.TestCase):
     def test_array_at_native_size_is_rescaled_original(self):
         from sklearn.datasets import load_digits
 
@@ -104,7 +105,7 @@ class DigitsTest(tf.test.TestCase, parameterized.TestCase):
             data.digits_array(0)
 
 
-class GaussianMixtureTest(tf.test.TestCase, parameterized.TestCase):
+class GaussianMixtureTest(testing_utils.TestCase):
     def test_ring8_centers(self):
         centers = data.ring8_centers(radius=3.0)
         self.assertEqual(centers.shape, (8, 2))
@@ -163,7 +164,7 @@ class GaussianMixtureTest(tf.test.TestCase, parameterized.TestCase):
             data.mixture_spec("moons")
 
 
-class RegistryTest(tf.test.TestCase, parameterized.TestCase):
+class RegistryTest(testing_utils.TestCase):
     def test_names(self):
         self.assertEqual(data.names(), ["cifar10", "digits", "grid25", "ring8"])
 
@@ -191,13 +192,10 @@ class RegistryTest(tf.test.TestCase, parameterized.TestCase):
 
     @parameterized.parameters(0, -1, 2.5, "8", True, None)
     def test_bad_batch_size_says_what_was_received(self, batch_size):
-        with self.assertRaisesRegex(ValueError, "positive int. Received: batch_size="):
+        with self.assertRaisesRegex(ValueError, "positive integer. Received: batch_size="):
             data.get("ring8", batch_size)
 
     def test_numpy_integer_batch_size_accepted(self):
         ds = data.get("ring8", np.int64(3))
         self.assertEqual(ds.element_spec.shape, (3, 2))
 
-
-if __name__ == "__main__":
-    tf.test.main()

@@ -21,7 +21,7 @@ is reshuffled from a seed folded with the epoch). Earlier epochs' files are kept
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 
-Metrics per dataset: digits, FID (and classifier score) under `metrics.DigitsClassifier`;
+Metrics per dataset: digits, FID (and classifier score) under `features.DigitsClassifier`;
 CIFAR-10, FID and IS under TF-GAN's Inception when `config.inception_path` is set; 2-D
 mixtures, modes covered and the fraction of high-quality samples (`metrics.mode_coverage`).
 """
@@ -45,6 +45,7 @@ from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import steps as fp_steps
 from tf_fusedprop.experiment import callbacks as fp_callbacks
 from tf_fusedprop.experiment import data as fp_data
+from tf_fusedprop.experiment import features
 from tf_fusedprop.experiment import files
 from tf_fusedprop.experiment import images
 from tf_fusedprop.experiment import metrics as fp_metrics
@@ -384,9 +385,9 @@ def _load_inception(config):
     if config.dataset != "cifar10" or not config.inception_path or not config.eval_samples:
         return None
     try:
-        return fp_metrics.InceptionFeatures(config.inception_path)
-    except fp_metrics.InceptionModuleUnavailableError as err:
-        raise fp_metrics.InceptionModuleUnavailableError(f"{err} (config.inception_path)") from None
+        return features.InceptionFeatures(config.inception_path)
+    except features.InceptionModuleUnavailableError as err:
+        raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path)") from None
 
 
 def _cifar10_images(config, n):
@@ -401,23 +402,23 @@ def _make_evaluator(config, cache_dir, inception, log):
         return None
     latents = _latents(config.seed, 2, config.eval_samples, config.latent_dim)
     if config.dataset == "digits":
-        classifier = fp_metrics.DigitsClassifier.load_or_train(cache_dir, image_size=config.image_size, seed=0)
+        classifier = features.DigitsClassifier.load_or_train(cache_dir, image_size=config.image_size, seed=0)
         log(f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
             f"({'trained now' if classifier.trained else 'cached'} in {cache_dir}).")
         cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
-        reference = fp_metrics.reference_statistics(
+        reference = features.reference_statistics(
             classifier, None if os.path.exists(cache) else fp_data.digits_array(config.image_size), cache
         )
         return _ImageEvaluator(classifier, reference, latents, "digits classifier")
     if config.dataset == "cifar10":
         if inception is None:
             log("FID/IS off: no Inception module; pass --config.inception_path=DIR (TF-GAN's Inception, "
-                "see tf_fusedprop.experiment.metrics.InceptionFeatures) to score CIFAR-10.")
+                "see tf_fusedprop.experiment.features.InceptionFeatures) to score CIFAR-10.")
             return None
         key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
         cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
         images = None if os.path.exists(cache) else _cifar10_images(config, config.eval_real_samples)
-        reference = fp_metrics.reference_statistics(inception, images, cache, batch_size=100)
+        reference = features.reference_statistics(inception, images, cache, batch_size=100)
         return _ImageEvaluator(inception, reference, latents, "Inception")
     centers, std = fp_data.mixture_spec(config.dataset)
     return _MixtureEvaluator(centers, std, latents)
@@ -502,7 +503,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     Raises:
       ConfigError: invalid config, unwritable workdir, or a workdir holding another run.
       tf_fusedprop.experiment.data.DatasetUnavailableError: CIFAR-10 is not prepared locally.
-      tf_fusedprop.experiment.metrics.InceptionModuleUnavailableError: bad `config.inception_path`.
+      tf_fusedprop.experiment.features.InceptionModuleUnavailableError: bad `config.inception_path`.
     """
     start = time.perf_counter()
     validate(config)

@@ -1,8 +1,6 @@
 """features: the digits classifier and its cache, TF-GAN Inception loading, reference statistics."""
 
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -16,8 +14,7 @@ class DigitsClassifierTest(tu.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.digits_cache = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.digits_cache, ignore_errors=True)
+        cls.digits_cache = tu.class_temp_dir(cls)
         cls.classifier = features.DigitsClassifier.load_or_train(cls.digits_cache, image_size=16)
 
     def test_trains_accurately(self):

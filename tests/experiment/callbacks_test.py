@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tests import testing_utils
+from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN
 from tf_fusedprop import networks
 from tf_fusedprop.experiment import callbacks
@@ -25,7 +25,7 @@ def tiny_gan(seed=0):
     return gan
 
 
-class CallbacksTest(testing_utils.TestCase):
+class CallbacksTest(tu.TestCase):
     def test_callbacks_during_fit(self):
         directory = self.get_temp_dir()
         writer = tf.summary.create_file_writer(os.path.join(directory, "logs"))
@@ -60,7 +60,7 @@ class CallbacksTest(testing_utils.TestCase):
         )
         self.assertEqual(grid.last_path, os.path.join(directory, "samples", "epoch_0003.png"))
 
-        events = testing_utils.read_events(os.path.join(directory, "logs"))
+        events = tu.read_events(os.path.join(directory, "logs"))
         self.assertEqual([step for step, _, _ in events["d_loss"]], [2, 4, 6])  # G updates, not epochs.
         self.assertEqual([step for step, _, _ in events["score"]], [4, 6])
         self.assertEqual([step for step, _, _ in events["samples"]], [2, 4, 6])
@@ -94,3 +94,7 @@ class CallbacksTest(testing_utils.TestCase):
         backup = callbacks.BackupAndRestore(os.path.join(self.get_temp_dir(), "none"))
         self.assertIsNone(backup.metadata())
         self.assertEqual(backup.restore(tiny_gan()), 0)
+
+
+if __name__ == "__main__":
+    tf.test.main()

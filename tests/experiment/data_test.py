@@ -1,5 +1,6 @@
 """data: shapes, ranges, counts, determinism, errors."""
 
+import functools
 import math
 import tempfile
 import time
@@ -9,7 +10,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
-from tests import testing_utils
+from tests import testing_utils as tu
 from tf_fusedprop.experiment import data
 
 
@@ -17,7 +18,16 @@ def _batches(ds, n):
     return [b.numpy() for b in ds.take(n)]
 
 
-class Cifar10Test(testing_utils.TestCase):
+def _assert_seeded(test, pipeline, n, seed):
+    """Asserts that `pipeline(seed=...)` repeats its first `n` batches for the same seed and
+    changes them for another; returns them."""
+    first, again, other = (_batches(pipeline(seed=s), n) for s in (seed, seed, seed + 1))
+    test.assertAllEqual(first, again)
+    test.assertNotAllEqual(first, other)
+    return first
+
+
+class Cifar10Test(tu.TestCase):
     @parameterized.parameters("train", "test")
     def test_mock_batches_have_shape_dtype_and_range(self, split):
         with tfds.testing.mock_data(num_examples=20):
@@ -59,7 +69,7 @@ class Cifar10Test(testing_utils.TestCase):
             data.cifar10(0, data_dir="/nonexistent")
 
 
-class DigitsTest(testing_utils.TestCase):
+class DigitsTest(tu.TestCase):
     def test_array_at_native_size_is_rescaled_original(self):
         from sklearn.datasets import load_digits
 
@@ -94,18 +104,14 @@ class DigitsTest(testing_utils.TestCase):
         self.assertNotAllEqual(epochs[0], epochs[1])
 
     def test_same_seed_same_stream_other_seed_differs(self):
-        first = _batches(data.digits(16, seed=3), 3)
-        again = _batches(data.digits(16, seed=3), 3)
-        other = _batches(data.digits(16, seed=4), 3)
-        self.assertAllEqual(first, again)
-        self.assertNotAllEqual(first, other)
+        _assert_seeded(self, functools.partial(data.digits, 16), 3, seed=3)
 
     def test_invalid_image_size(self):
         with self.assertRaisesRegex(ValueError, "Received: image_size=0"):
             data.digits_array(0)
 
 
-class GaussianMixtureTest(testing_utils.TestCase):
+class GaussianMixtureTest(tu.TestCase):
     def test_ring8_centers(self):
         centers = data.ring8_centers(radius=3.0)
         self.assertEqual(centers.shape, (8, 2))
@@ -137,11 +143,7 @@ class GaussianMixtureTest(testing_utils.TestCase):
         self.assertAllInRange(counts, 0.7 * expected, 1.3 * expected)
 
     def test_same_seed_same_stream_other_seed_differs(self):
-        first = _batches(data.ring8(32, seed=5), 4)
-        again = _batches(data.ring8(32, seed=5), 4)
-        other = _batches(data.ring8(32, seed=6), 4)
-        self.assertAllEqual(first, again)
-        self.assertNotAllEqual(first, other)
+        first = _assert_seeded(self, functools.partial(data.ring8, 32), 4, seed=5)
         self.assertNotAllEqual(first[0], first[1])  # Every batch is fresh.
 
     def test_finite_when_not_repeated(self):
@@ -164,7 +166,7 @@ class GaussianMixtureTest(testing_utils.TestCase):
             data.mixture_spec("moons")
 
 
-class RegistryTest(testing_utils.TestCase):
+class RegistryTest(tu.TestCase):
     def test_names(self):
         self.assertEqual(data.names(), ["cifar10", "digits", "grid25", "ring8"])
 
@@ -199,3 +201,7 @@ class RegistryTest(testing_utils.TestCase):
         ds = data.get("ring8", np.int64(3))
         self.assertEqual(ds.element_spec.shape, (3, 2))
 
+
+
+if __name__ == "__main__":
+    tf.test.main()

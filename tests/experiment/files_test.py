@@ -2,7 +2,9 @@
 
 import os
 
-from tests import testing_utils
+import tensorflow as tf
+
+from tests import testing_utils as tu
 from tf_fusedprop.experiment import files
 
 
@@ -14,7 +16,7 @@ def _write_text(text):
     return write
 
 
-class AtomicWriteTest(testing_utils.TestCase):
+class AtomicWriteTest(tu.TestCase):
     def test_writes_under_a_temporary_name_with_the_same_suffix_then_renames(self):
         directory = self.get_temp_dir()
         path = os.path.join(directory, "epoch_0001.weights.h5")
@@ -83,7 +85,7 @@ class AtomicWriteTest(testing_utils.TestCase):
         self.assertEqual(os.listdir(os.path.dirname(path)), ["generator"])
 
 
-class JsonTest(testing_utils.TestCase):
+class JsonTest(tu.TestCase):
     def test_round_trip_indented_sorted_with_final_newline(self):
         path = os.path.join(self.get_temp_dir(), "summary.json")
         files.write_json(path, {"b": [1, 2], "a": None})
@@ -96,3 +98,7 @@ class JsonTest(testing_utils.TestCase):
         with self.assertRaises(TypeError):
             files.write_json(os.path.join(directory, "x.json"), {"a": object()})
         self.assertEqual(os.listdir(directory), [])
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -5,11 +5,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tests import testing_utils
+from tests import testing_utils as tu
 from tf_fusedprop.experiment import images
 
 
-class ImageGridTest(testing_utils.TestCase):
+class ImageGridTest(tu.TestCase):
     def test_layout_values_and_upscaling(self):
         tiles = np.stack([np.full((4, 4, 1), v, np.float32) for v in (-1.0, 0.0, 1.0, 2.0, -3.0)])
         grid = images.image_grid(tiles, padding=1, min_cell=4)
@@ -22,7 +22,7 @@ class ImageGridTest(testing_utils.TestCase):
         self.assertEqual(images.image_grid(tiles, min_cell=16).shape, (4 * 11, 4 * 16, 1))
 
 
-class ScatterPlotTest(testing_utils.TestCase):
+class ScatterPlotTest(tu.TestCase):
     def test_draws_points_axes_and_centers(self):
         image = images.scatter_plot(
             np.array([[1.0, 1.0], [50.0, 0.0]]), extent=2.0, centers=np.array([[-1.0, -1.0]]), size=101
@@ -35,7 +35,7 @@ class ScatterPlotTest(testing_utils.TestCase):
         self.assertGreater((image == 255).all(axis=-1).mean(), 0.9)  # The far point is not drawn.
 
 
-class WritePngTest(testing_utils.TestCase):
+class WritePngTest(tu.TestCase):
     def test_round_trips_and_leaves_no_temporary_file(self):
         directory = self.get_temp_dir()
         image = np.random.default_rng(0).integers(0, 256, (5, 7, 3), dtype=np.uint8)
@@ -43,3 +43,7 @@ class WritePngTest(testing_utils.TestCase):
         images.write_png(path, image)
         self.assertAllEqual(tf.io.decode_png(tf.io.read_file(path)).numpy(), image)
         self.assertEqual(os.listdir(directory), ["x.png"])
+
+
+if __name__ == "__main__":
+    tf.test.main()

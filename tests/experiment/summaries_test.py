@@ -3,11 +3,11 @@
 import numpy as np
 import tensorflow as tf
 
-from tests import testing_utils
+from tests import testing_utils as tu
 from tf_fusedprop.experiment import summaries
 
 
-class SummariesTest(testing_utils.TestCase):
+class SummariesTest(tu.TestCase):
     def test_records_use_tensorboard_plugin_formats(self):
         directory = self.get_temp_dir()
         writer = tf.summary.create_file_writer(directory)
@@ -17,7 +17,7 @@ class SummariesTest(testing_utils.TestCase):
             summaries.summary_image("grid", image, step=7)
             summaries.summary_text("config", "hello", step=0)
         writer.close()
-        events = testing_utils.read_events(directory)
+        events = tu.read_events(directory)
         ((step, plugin, value),) = events["loss"]
         self.assertEqual((step, plugin, float(value)), (7, "scalars", 1.5))
         ((step, plugin, value),) = events["grid"]
@@ -26,3 +26,7 @@ class SummariesTest(testing_utils.TestCase):
         self.assertAllEqual(tf.io.decode_png(value[2]).numpy(), image)
         ((_, plugin, value),) = events["config"]
         self.assertEqual((plugin, value), ("text", b"hello"))
+
+
+if __name__ == "__main__":
+    tf.test.main()

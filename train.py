@@ -1,4 +1,4 @@
-"""Trains a GAN with FusedProp; a thin command line over `tf_fusedprop.train_lib.train`.
+"""Trains a GAN with FusedProp; a thin command line over `tf_fusedprop.experiment.train_lib.train`.
 
     python train.py                                    # the embedded default: configs/digits.py
     python train.py --config=configs/ring8.py          # any config file ...
@@ -158,14 +158,15 @@ def run(argv):
     with _native_stderr_silenced(quiet):
         import tensorflow as tf
 
-        from tf_fusedprop import train_lib
-        from tf_fusedprop.data import DatasetUnavailableError
-        from tf_fusedprop.metrics import InceptionModuleUnavailableError
+        from tf_fusedprop.experiment import train_lib
+        from tf_fusedprop.experiment.config import ConfigError
+        from tf_fusedprop.experiment.data import DatasetUnavailableError
+        from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
 
         tf.config.list_physical_devices()  # Probes for CUDA here, while its banner is hidden.
     try:
         train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2)
-    except (train_lib.ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
+    except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
     return 0
 

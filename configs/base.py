@@ -1,4 +1,4 @@
-"""Fields shared by every experiment config; `train_lib.validate` documents and checks them."""
+"""Fields shared by every experiment config; `tf_fusedprop.experiment.config.validate` checks them."""
 
 from ml_collections import config_dict
 
@@ -9,7 +9,7 @@ def get_base_config():
     | field | meaning |
     |---|---|
     | name | run name; the default workdir is `runs/<name>-<timestamp>` |
-    | dataset | `tf_fusedprop.data` name: digits, cifar10, ring8, grid25 |
+    | dataset | `tf_fusedprop.experiment.datasets` name: digits, cifar10, ring8, grid25 |
     | network | `tf_fusedprop.networks` name: digits, sngan_cnn, sngan_resnet, mlp |
     | generator, discriminator | extra keyword arguments of the network builders (widths...) |
     | latent_dim | size of z |
@@ -74,20 +74,39 @@ def form_variant(variant, allowed, default):
     return variant
 
 
-def get_cifar10_base_config():
-    """CIFAR-10 as in the FusedProp paper's Table 2 (and its code): batch 64, z of size 128,
-    100k G updates, spectrally normalized D, evaluation every 5k updates.
+def get_cifar10_config(variant, *, name, network, loss, forms, widths, d_lr=2e-4, g_lr=2e-4):
+    """A CIFAR-10 experiment of the FusedProp paper's Table 2 (and its code): batch 64, z of
+    size 128, 100k G updates, spectrally normalized D, Adam (beta1 0.5, beta2 0.999), n_dis 1,
+    evaluation every 5k updates.
 
     Extra fields: `data_dir` (TFDS data directory holding a prepared `cifar10`), and
     `inception_path` (local directory of TF-GAN's Inception module; None: no FID/IS) with
     `eval_real_samples` (train images behind the reference statistics).
+
+    Args:
+      variant: the config string (`--config=file.py:<form>`): one of `forms`, or "" for the
+        first (the AltGD baseline).
+      name, network, loss: the run name, a `tf_fusedprop.networks` name and a loss name.
+      forms: the training forms this experiment compares, the default first.
+      widths: `(generator width, discriminator width)`.
+      d_lr, g_lr: Adam learning rates of D and G.
     """
     config = get_base_config()
+    config.name = name
     config.dataset = "cifar10"
+    config.network = network
+    config.generator.width, config.discriminator.width = widths
+    config.discriminator.spectral_norm = True
     config.latent_dim = 128
+    config.loss = loss
+    config.form = form_variant(variant, forms, forms[0])
     config.batch_size = 64
     config.steps = 100_000
     config.steps_per_epoch = 5_000
+    config.d_lr = d_lr
+    config.g_lr = g_lr
+    config.beta1 = 0.5
+    config.beta2 = 0.999
     config.eval_samples = 10_000
     config.eval_real_samples = 50_000
     config.grid_samples = 64

@@ -10,16 +10,7 @@ from configs import base
 
 def get_config(variant=""):
     """`variant`: the training form, "alternating" (default) or "inverse"."""
-    config = base.get_cifar10_base_config()
-    config.form = base.form_variant(variant, ("alternating", "inverse"), "alternating")
-    config.name = "cifar10_cnn_hinge"
-    config.network = "sngan_cnn"
-    config.generator.width = 512
-    config.discriminator.width = 64
-    config.discriminator.spectral_norm = True
-    config.loss = "hinge"
-    config.d_lr = 2e-4
-    config.g_lr = 2e-4
-    config.beta1 = 0.5
-    config.beta2 = 0.999
-    return config
+    return base.get_cifar10_config(
+        variant, name="cifar10_cnn_hinge", network="sngan_cnn", loss="hinge",
+        forms=("alternating", "inverse"), widths=(512, 64),
+    )

@@ -10,16 +10,7 @@ from configs import base
 
 def get_config(variant=""):
     """`variant`: the training form, "alternating" (default) or "fused"."""
-    config = base.get_cifar10_base_config()
-    config.form = base.form_variant(variant, ("alternating", "fused"), "alternating")
-    config.name = "cifar10_resnet_ns"
-    config.network = "sngan_resnet"
-    config.generator.width = 256
-    config.discriminator.width = 128
-    config.discriminator.spectral_norm = True
-    config.loss = "nonsaturating"
-    config.d_lr = 4e-4
-    config.g_lr = 1e-4
-    config.beta1 = 0.5
-    config.beta2 = 0.999
-    return config
+    return base.get_cifar10_config(
+        variant, name="cifar10_resnet_ns", network="sngan_resnet", loss="nonsaturating",
+        forms=("alternating", "fused"), widths=(256, 128), d_lr=4e-4, g_lr=1e-4,
+    )

@@ -84,3 +84,64 @@ def max_relative_difference(actual, expected):
     """max |a - e| over all tensors, divided by max |e| over all tensors."""
     scale = max(float(np.max(np.abs(e))) for e in expected)
     return max(float(np.max(np.abs(np.asarray(a) - np.asarray(e)))) for a, e in zip(actual, expected)) / scale
+
+
+# --------------------------------------------------------------------------------------------
+# Shared by the experiment-harness tests (tests/experiment/ and tests/train_test.py); appended
+# here, so their imports stand below the core's helpers.
+# --------------------------------------------------------------------------------------------
+
+import glob  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+from configs import cifar10_cnn_hinge, cifar10_cnn_ns, cifar10_resnet_ns, digits, grid25, ring8  # noqa: E402
+
+#: Every shipped config file in configs/, by name.
+CONFIG_MODULES = {
+    module.__name__.split(".")[-1]: module
+    for module in (digits, ring8, grid25, cifar10_cnn_ns, cifar10_cnn_hinge, cifar10_resnet_ns)
+}
+
+
+def read_events(directory):
+    """`{tag: [(step, plugin_name, tensor as numpy)]}` of every TensorBoard event file in `directory`."""
+    records = {}
+    for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*"))):
+        for raw in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(raw.numpy())
+            for value in event.summary.value:
+                tensor = tf.make_ndarray(value.tensor)
+                records.setdefault(value.tag, []).append((event.step, value.metadata.plugin_data.plugin_name, tensor))
+    return records
+
+
+def tiny_config(name, variant="", cache_dir=None):
+    """The shipped config `name` (`configs/<name>.py[:variant]`) shrunk to seconds: 2 steps of
+    batch 8 in 2 epochs, small widths, 20 evaluation samples."""
+    module = CONFIG_MODULES[name]
+    config = module.get_config(variant) if variant else module.get_config()
+    config.update(
+        batch_size=8, steps=2, steps_per_epoch=1, steps_per_execution=1, latent_dim=8, grid_samples=4,
+        eval_samples=20, cache_dir=cache_dir,
+    )
+    widths = {
+        "digits": {"width": (4, 4)},
+        "mlp": {"units": (8, 8), "hidden_layers": (1, 1)},
+        "sngan_cnn": {"width": (16, 4)},
+        "sngan_resnet": {"width": (8, 8)},
+    }
+    for key, (g_value, d_value) in widths[config.network].items():
+        config.generator[key], config.discriminator[key] = g_value, d_value
+    if "eval_real_samples" in config:
+        config.eval_real_samples = 16
+    return config
+
+
+def class_temp_dir(test_class):
+    """A temporary directory for all tests of `test_class` (from its `setUpClass`), removed
+    after them: e.g. a cache that one test fills and the others reuse."""
+    directory = tempfile.mkdtemp()
+    test_class.addClassCleanup(shutil.rmtree, directory, ignore_errors=True)
+    return directory

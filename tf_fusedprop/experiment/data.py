@@ -19,10 +19,11 @@ for importing them.
 """
 
 import math
-import numbers
 
 import numpy as np
 import tensorflow as tf
+
+from tf_fusedprop._checks import positive_int
 
 __all__ = [
     "DatasetUnavailableError",
@@ -51,19 +52,6 @@ _SHUFFLE_BUFFER = 10_000
 
 class DatasetUnavailableError(ValueError):
     """A dataset's files are not available locally and will not be downloaded."""
-
-
-def _check_batch_size(batch_size):
-    if (
-        not isinstance(batch_size, numbers.Integral)
-        or isinstance(batch_size, bool)
-        or batch_size <= 0
-    ):
-        raise ValueError(
-            f"batch_size must be a positive int. Received: batch_size={batch_size!r} "
-            f"(type {type(batch_size).__name__})"
-        )
-    return int(batch_size)
 
 
 def _finish(ds, batch_size, seed, repeat, shuffle_buffer):
@@ -107,7 +95,7 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
       DatasetUnavailableError: the prepared data is not found (or the download failed).
       ValueError: `batch_size` is not a positive int.
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = positive_int("batch_size", batch_size)
     import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
     try:
@@ -162,8 +150,7 @@ def digits_array(image_size=16):
     Returns:
       A float32 numpy array of shape `[1797, image_size, image_size, 1]` in [-1, 1].
     """
-    if not isinstance(image_size, numbers.Integral) or isinstance(image_size, bool) or image_size <= 0:
-        raise ValueError(f"image_size must be a positive int. Received: image_size={image_size!r}")
+    image_size = positive_int("image_size", image_size)
     from sklearn.datasets import load_digits  # Lazy: only the digits pipelines need it.
 
     images = load_digits().images.astype(np.float32)[..., None] / 8.0 - 1.0
@@ -187,7 +174,7 @@ def digits(batch_size, image_size=16, seed=0, repeat=True):
     Returns:
       A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1].
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = positive_int("batch_size", batch_size)
     images = digits_array(image_size)
     ds = tf.data.Dataset.from_tensor_slices(images)
     return _finish(ds, batch_size, seed, repeat, len(images))
@@ -237,7 +224,7 @@ def gaussian_mixture(centers, std, batch_size, seed=0, repeat=True, *, num_sampl
     Returns:
       A dataset of float32 tensors of shape `[batch_size, dim]`.
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = positive_int("batch_size", batch_size)
     centers = tf.constant(np.asarray(centers, dtype=np.float32))
     if centers.shape.rank != 2 or centers.shape[0] == 0:
         raise ValueError(f"centers must have shape [num_modes, dim]. Received: shape {centers.shape}")
@@ -327,4 +314,4 @@ def get(name, batch_size, **kwargs):
     """
     if name not in _REGISTRY:
         raise ValueError(f"Unknown dataset. Expected one of {names()}. Received: name={name!r}")
-    return _REGISTRY[name](_check_batch_size(batch_size), **kwargs)
+    return _REGISTRY[name](positive_int("batch_size", batch_size), **kwargs)

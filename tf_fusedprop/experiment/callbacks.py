@@ -4,143 +4,25 @@ checkpoints that survive SIGKILL.
 Their step counter is the number of G updates, `model.g_optimizer.iterations`, so TensorBoard
 curves of a resumed run continue where the killed run stopped. Per-epoch callbacks that add
 values (`Throughput`, `Evaluation`) write them into the epoch's `logs`, so the progress bar,
-`History` and `Scalars` (placed after them) see them too. Images are rendered with numpy
-only and written with `tf.io.encode_png` (no Pillow, no matplotlib).
+`History` and `Scalars` (placed after them) see them too. Every file is written atomically
+(`files.atomic_write`); images are rendered by `images`, TensorBoard records by `summaries`.
 """
 
-import json
-import math
 import os
 import time
 
 import keras
 import numpy as np
-import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
-__all__ = [
-    "BackupAndRestore",
-    "Evaluation",
-    "SampleGrid",
-    "Scalars",
-    "Throughput",
-    "image_grid",
-    "scatter_plot",
-    "summary_image",
-    "summary_scalar",
-    "summary_text",
-    "write_png",
-]
+from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment import images
+from tf_fusedprop.experiment import summaries
 
-
-def _plugin(name):
-    return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=name))
-
-
-# TensorBoard's own `tf.summary.scalar/image/text` need the tensorboard package, which
-# TensorFlow no longer installs; these write the same records with core TensorFlow only.
-def summary_scalar(name, value, step):
-    """Writes a scalar to the default `tf.summary` writer, as TensorBoard's scalars plugin reads it."""
-    return tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_plugin("scalars"))
-
-
-def summary_image(name, image, step):
-    """Writes a uint8 `[height, width, channels]` image, as TensorBoard's images plugin reads it."""
-    image = np.asarray(image, dtype=np.uint8)
-    tensor = tf.stack([tf.as_string(image.shape[1]), tf.as_string(image.shape[0]), tf.io.encode_png(image)])
-    return tf.summary.write(name, tensor, step=step, metadata=_plugin("images"))
-
-
-def summary_text(name, text, step):
-    """Writes a (markdown) string, as TensorBoard's text plugin reads it."""
-    return tf.summary.write(name, tf.constant(text), step=step, metadata=_plugin("text"))
+__all__ = ["BackupAndRestore", "Evaluation", "SampleGrid", "Scalars", "Throughput"]
 
 
 def _global_step(model):
     return int(model.g_optimizer.iterations.numpy())
-
-
-def _replace_atomically(path, write):
-    """Calls `write(tmp_path)`, then renames the file to `path` (readers never see half a file)."""
-    directory, name = os.path.split(path)
-    tmp_path = os.path.join(directory, f".tmp{os.getpid()}-{name}")
-    write(tmp_path)
-    os.replace(tmp_path, path)
-
-
-def write_png(path, image):
-    """Writes a uint8 `[height, width, channels]` array as a PNG file, atomically."""
-    data = tf.io.encode_png(np.asarray(image, dtype=np.uint8)).numpy()
-
-    def write(tmp_path):
-        with open(tmp_path, "wb") as f:
-            f.write(data)
-
-    _replace_atomically(path, write)
-
-
-def image_grid(images, columns=None, padding=1, min_cell=32):
-    """Tiles images in [-1, 1] into one uint8 image.
-
-    Args:
-      images: float array `[n, height, width, channels]`, values in [-1, 1] (clipped).
-      columns: images per row; `None` for `ceil(sqrt(n))`.
-      padding: black pixels between cells (before upscaling).
-      min_cell: each image is enlarged by an integer factor (nearest neighbour) until it is
-        at least this many pixels high.
-
-    Returns:
-      A uint8 array `[rows * (h + padding) + padding, ..., channels]` (times the factor).
-    """
-    images = np.asarray(images, dtype=np.float32)
-    n, h, w, c = images.shape
-    columns = columns or math.ceil(math.sqrt(n))
-    rows = math.ceil(n / columns)
-    pixels = np.round((np.clip(images, -1.0, 1.0) + 1.0) * 127.5).astype(np.uint8)
-    grid = np.zeros((rows * (h + padding) + padding, columns * (w + padding) + padding, c), np.uint8)
-    for i, image in enumerate(pixels):
-        top, left = padding + (i // columns) * (h + padding), padding + (i % columns) * (w + padding)
-        grid[top : top + h, left : left + w] = image
-    factor = max(1, math.ceil(min_cell / h))
-    return grid.repeat(factor, axis=0).repeat(factor, axis=1)
-
-
-def scatter_plot(points, extent, centers=None, size=384):
-    """A scatter plot of 2-D points rasterised with numpy, as a uint8 RGB image.
-
-    White background, grey axes through the origin, samples as blue 2x2 dots, and `centers`
-    (e.g. the modes of the true mixture) as red crosses drawn on top.
-
-    Args:
-      points: array `[n, 2]`; points outside the square are not drawn.
-      extent: the square `[-extent, extent]^2` is plotted.
-      centers: optional array `[m, 2]`.
-      size: width and height in pixels.
-
-    Returns:
-      A uint8 array `[size, size, 3]`.
-    """
-    image = np.full((size, size, 3), 255, np.uint8)
-
-    def to_pixels(xy):
-        xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
-        cols = np.floor((xy[:, 0] + extent) / (2 * extent) * (size - 1) + 0.5).astype(np.int64)
-        rows = np.floor((extent - xy[:, 1]) / (2 * extent) * (size - 1) + 0.5).astype(np.int64)
-        inside = (cols >= 0) & (cols < size) & (rows >= 0) & (rows < size)
-        return rows[inside], cols[inside]
-
-    origin_row, origin_col = to_pixels([0.0, 0.0])
-    image[origin_row, :] = image[:, origin_col] = 200
-    rows, cols = to_pixels(points)
-    for dr in (0, 1):
-        for dc in (0, 1):
-            image[np.minimum(rows + dr, size - 1), np.minimum(cols + dc, size - 1)] = (31, 119, 180)
-    if centers is not None:
-        rows, cols = to_pixels(centers)
-        for d in range(-4, 5):
-            image[np.clip(rows + d, 0, size - 1), cols] = (214, 39, 40)
-            image[rows, np.clip(cols + d, 0, size - 1)] = (214, 39, 40)
-    return image
 
 
 class SampleGrid(keras.callbacks.Callback):
@@ -151,14 +33,14 @@ class SampleGrid(keras.callbacks.Callback):
       latents: the fixed latents, array `[n, latent_dim]`.
       directory: where the PNGs go (created if missing).
       render: maps float32 samples `[n, ...]` to a uint8 `[height, width, channels]` image,
-        e.g. `image_grid` or a `scatter_plot` partial.
+        e.g. `images.image_grid` or an `images.scatter_plot` partial.
       writer: an optional `tf.summary` writer.
 
     Attributes:
       last_path: the path of the last PNG written, or None.
     """
 
-    def __init__(self, latents, directory, render=image_grid, writer=None):
+    def __init__(self, latents, directory, render=images.image_grid, writer=None):
         super().__init__()
         self.latents = np.asarray(latents, dtype=np.float32)
         self.directory = directory
@@ -175,10 +57,10 @@ class SampleGrid(keras.callbacks.Callback):
         image = self.render(samples)
         os.makedirs(self.directory, exist_ok=True)
         self.last_path = self.path(epoch)
-        write_png(self.last_path, image)
+        images.write_png(self.last_path, image)
         if self.writer is not None:
             with self.writer.as_default():
-                summary_image("samples", image, step=_global_step(self.model))
+                summaries.summary_image("samples", image, step=_global_step(self.model))
             self.writer.flush()
 
 
@@ -258,7 +140,7 @@ class Scalars(keras.callbacks.Callback):
         with self.writer.as_default():
             for name, value in (logs or {}).items():
                 if np.ndim(value) == 0 and np.isfinite(float(value)):
-                    summary_scalar(name, float(value), step=step)
+                    summaries.summary_scalar(name, float(value), step=step)
         self.writer.flush()
 
 
@@ -287,8 +169,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         path = os.path.join(self.backup_dir, self.METADATA)
         if not os.path.exists(path):
             return None
-        with open(path) as f:
-            return json.load(f)
+        return files.read_json(path)
 
     def restore(self, model):
         """Loads the last checkpoint into the (compiled) `model`; returns its epoch, or 0."""
@@ -302,14 +183,9 @@ class BackupAndRestore(keras.callbacks.Callback):
         os.makedirs(self.backup_dir, exist_ok=True)
         weights = f"epoch_{epoch + 1:04d}.weights.h5"
         path = os.path.join(self.backup_dir, weights)
-        _replace_atomically(path, lambda tmp: self.model.save_weights(tmp, overwrite=True))
+        files.atomic_write(path, lambda tmp: self.model.save_weights(tmp, overwrite=True))
         metadata = {"epoch": epoch + 1, "steps": _global_step(self.model), "weights": weights}
-
-        def write(tmp_path):
-            with open(tmp_path, "w") as f:
-                json.dump(metadata, f)
-
-        _replace_atomically(os.path.join(self.backup_dir, self.METADATA), write)
+        files.write_json(os.path.join(self.backup_dir, self.METADATA), metadata)
         for name in os.listdir(self.backup_dir):
             if name.endswith(".weights.h5") and name != weights:
                 os.remove(os.path.join(self.backup_dir, name))

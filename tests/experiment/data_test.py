@@ -1,5 +1,6 @@
-"""Tests of tf_fusedprop.data: shapes, ranges, counts, determinism, errors."""
+"""data: shapes, ranges, counts, determinism, errors."""
 
+import functools
 import math
 import tempfile
 import time
@@ -9,14 +10,24 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
-from tf_fusedprop import data
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import data
 
 
 def _batches(ds, n):
     return [b.numpy() for b in ds.take(n)]
 
 
-class Cifar10Test(tf.test.TestCase, parameterized.TestCase):
+def _assert_seeded(test, pipeline, n, seed):
+    """Asserts that `pipeline(seed=...)` repeats its first `n` batches for the same seed and
+    changes them for another; returns them."""
+    first, again, other = (_batches(pipeline(seed=s), n) for s in (seed, seed, seed + 1))
+    test.assertAllEqual(first, again)
+    test.assertNotAllEqual(first, other)
+    return first
+
+
+class Cifar10Test(tu.TestCase):
     @parameterized.parameters("train", "test")
     def test_mock_batches_have_shape_dtype_and_range(self, split):
         with tfds.testing.mock_data(num_examples=20):
@@ -58,7 +69,7 @@ class Cifar10Test(tf.test.TestCase, parameterized.TestCase):
             data.cifar10(0, data_dir="/nonexistent")
 
 
-class DigitsTest(tf.test.TestCase, parameterized.TestCase):
+class DigitsTest(tu.TestCase):
     def test_array_at_native_size_is_rescaled_original(self):
         from sklearn.datasets import load_digits
 
@@ -93,18 +104,14 @@ class DigitsTest(tf.test.TestCase, parameterized.TestCase):
         self.assertNotAllEqual(epochs[0], epochs[1])
 
     def test_same_seed_same_stream_other_seed_differs(self):
-        first = _batches(data.digits(16, seed=3), 3)
-        again = _batches(data.digits(16, seed=3), 3)
-        other = _batches(data.digits(16, seed=4), 3)
-        self.assertAllEqual(first, again)
-        self.assertNotAllEqual(first, other)
+        _assert_seeded(self, functools.partial(data.digits, 16), 3, seed=3)
 
     def test_invalid_image_size(self):
         with self.assertRaisesRegex(ValueError, "Received: image_size=0"):
             data.digits_array(0)
 
 
-class GaussianMixtureTest(tf.test.TestCase, parameterized.TestCase):
+class GaussianMixtureTest(tu.TestCase):
     def test_ring8_centers(self):
         centers = data.ring8_centers(radius=3.0)
         self.assertEqual(centers.shape, (8, 2))
@@ -136,11 +143,7 @@ class GaussianMixtureTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllInRange(counts, 0.7 * expected, 1.3 * expected)
 
     def test_same_seed_same_stream_other_seed_differs(self):
-        first = _batches(data.ring8(32, seed=5), 4)
-        again = _batches(data.ring8(32, seed=5), 4)
-        other = _batches(data.ring8(32, seed=6), 4)
-        self.assertAllEqual(first, again)
-        self.assertNotAllEqual(first, other)
+        first = _assert_seeded(self, functools.partial(data.ring8, 32), 4, seed=5)
         self.assertNotAllEqual(first[0], first[1])  # Every batch is fresh.
 
     def test_finite_when_not_repeated(self):
@@ -163,7 +166,7 @@ class GaussianMixtureTest(tf.test.TestCase, parameterized.TestCase):
             data.mixture_spec("moons")
 
 
-class RegistryTest(tf.test.TestCase, parameterized.TestCase):
+class RegistryTest(tu.TestCase):
     def test_names(self):
         self.assertEqual(data.names(), ["cifar10", "digits", "grid25", "ring8"])
 
@@ -191,12 +194,13 @@ class RegistryTest(tf.test.TestCase, parameterized.TestCase):
 
     @parameterized.parameters(0, -1, 2.5, "8", True, None)
     def test_bad_batch_size_says_what_was_received(self, batch_size):
-        with self.assertRaisesRegex(ValueError, "positive int. Received: batch_size="):
+        with self.assertRaisesRegex(ValueError, "positive integer. Received: batch_size="):
             data.get("ring8", batch_size)
 
     def test_numpy_integer_batch_size_accepted(self):
         ds = data.get("ring8", np.int64(3))
         self.assertEqual(ds.element_spec.shape, (3, 2))
+
 
 
 if __name__ == "__main__":

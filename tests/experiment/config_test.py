@@ -1,0 +1,103 @@
+"""config: the field tables, validate's one-line errors, the schedule and the JSON form."""
+
+import json
+
+import tensorflow as tf
+from absl.testing import parameterized
+
+from configs import base
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import config as fp_config
+from tf_fusedprop.experiment import datasets
+
+
+def _set(config, key, value):
+    """`config.<key> = value` for a dotted key, of any type."""
+    node = config
+    *parents, last = key.split(".")
+    for parent in parents:
+        node = node[parent]
+    with node.ignore_type():
+        node[last] = value
+
+
+class TablesTest(tu.TestCase):
+    def test_every_field_has_one_entry(self):
+        self.assertEqual(set(fp_config.FIELDS), set(base.get_base_config().keys()))
+        dataset_fields = {key for name in datasets.names() for key in datasets.get(name).fields}
+        self.assertEqual(set(fp_config.DATASET_FIELDS), dataset_fields)
+        self.assertFalse(set(fp_config.FIELDS) & dataset_fields)
+
+    def test_config_error_is_a_value_error(self):
+        self.assertTrue(issubclass(fp_config.ConfigError, ValueError))
+
+
+class ValidateTest(tu.TestCase):
+    @parameterized.parameters(
+        ("ring8", "dataset", "mnist", r"unknown dataset: received config.dataset='mnist'; expected one of cifar10, digits, grid25, ring8\."),
+        ("ring8", "network", "resnet", r"unknown network: received config.network='resnet'"),
+        ("ring8", "network", "digits", r"network 'digits' does not fit dataset 'ring8'.*network mlp"),
+        ("digits", "network", "mlp", r"network 'mlp' does not fit dataset 'digits'.*image network"),
+        ("ring8", "steps", 0, r"config.steps must be a positive integer; received steps=0"),
+        ("ring8", "batch_size", -8, r"config.batch_size must be a positive integer; received batch_size=-8"),
+        ("ring8", "loss", "hinge", r"invalid \(loss, form\) pair: The hinge loss does not support form='fused'.*received loss='hinge'"),
+        ("ring8", "loss", "l2", r"unknown loss: received config.loss='l2'; expected one of minimax"),
+        ("ring8", "form", "fast", r"unknown form: received config.form='fast'"),
+        ("ring8", "n_dis", 5, r"n_dis applies to form 'alternating' only; received n_dis=5"),
+        ("ring8", "iter_size", 3, r"divisible by config.iter_size; received batch_size=8, iter_size=3"),
+        ("ring8", "steps", 3, r"multiple of config.steps_per_epoch; received steps=3, steps_per_epoch=2 \(e.g. --config.steps="),
+        ("ring8", "d_lr", -1.0, r"config.d_lr must be a positive number; received d_lr=-1.0"),
+        ("ring8", "beta2", 1.0, r"config.beta2 must be in \[0, 1\); received beta2=1.0"),
+        ("ring8", "eval_samples", 1, r"config.eval_samples must be 0 \(off\) or an integer >= 2"),
+        ("ring8", "mixed_precision", "mixed_float16", r"mixed_precision must be one of off, mixed_bfloat16"),
+        ("ring8", "steps_per_execution", 3, r"multiple of config.steps_per_execution; received steps_per_execution=3"),
+        ("digits", "image_size", 10, r"image_size must be a multiple of 4 .*; received image_size=10"),
+        ("ring8", "generator.depth", 3, r"config.generator.depth is not an argument of mlp_generator; valid: hidden_layers"),
+        ("ring8", "discriminator.input_dim", 3, r"config.discriminator.input_dim is set from the data"),
+        ("ring8", "image_size", 16, r"unknown config keys \['image_size'\] for dataset 'ring8'"),
+        ("cifar10_cnn_ns", "eval_real_samples", 1, r"config.eval_real_samples must be 0 \(off\) or an integer >= 2"),
+        ("ring8", "seed", -1, r"config.seed must be an integer >= 0; received seed=-1"),
+        ("ring8", "jit_compile", 1, r"config.jit_compile must be True or False; received 1"),
+    )
+    def test_rejects_bad_configs_in_one_line(self, name, key, value, message):
+        config = tu.tiny_config(name)
+        config.steps, config.steps_per_epoch = 4, 2
+        _set(config, key, value)
+        with self.assertRaisesRegex(fp_config.ConfigError, message) as info:
+            fp_config.validate(config)
+        self.assertNotIn("\n", str(info.exception))
+
+    def test_missing_fields(self):
+        config = tu.tiny_config("ring8")
+        del config["seed"]
+        with self.assertRaisesRegex(fp_config.ConfigError, r"the config lacks seed; build it on configs/base.py"):
+            fp_config.validate(config)
+        config = tu.tiny_config("digits")
+        del config["image_size"]
+        with self.assertRaisesRegex(fp_config.ConfigError, r"dataset 'digits' needs config fields \['image_size'\]"):
+            fp_config.validate(config)
+
+    def test_accepts_every_shipped_config(self):
+        for module in tu.CONFIG_MODULES.values():
+            fp_config.validate(module.get_config())
+
+
+class ScheduleTest(tu.TestCase):
+    @parameterized.parameters((10, 5, (2, 5)), (10, 10, (1, 10)), (4, 100, (1, 4)))
+    def test_epochs_and_their_length(self, steps, steps_per_epoch, expected):
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch = steps, steps_per_epoch
+        self.assertEqual(fp_config.schedule(config), expected)
+
+
+class JsonValuesTest(tu.TestCase):
+    def test_plain_json_values(self):
+        config = tu.tiny_config("ring8")
+        values = fp_config.json_values(config)
+        self.assertEqual(values, config.to_dict())
+        self.assertEqual(json.loads(json.dumps(values)), values)
+        self.assertIsInstance(values["generator"], dict)
+
+
+if __name__ == "__main__":
+    tf.test.main()

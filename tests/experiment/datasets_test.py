@@ -1,0 +1,87 @@
+"""datasets: the spec of every dataset name, looked up by name, and the networks' inputs."""
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from absl.testing import parameterized
+
+from tests import testing_utils as tu
+from tf_fusedprop import networks
+from tf_fusedprop.experiment import data, datasets, evaluators
+
+# Dataset name -> a shipped config of it.
+CONFIGS = {"digits": "digits", "cifar10": "cifar10_cnn_ns", "ring8": "ring8", "grid25": "grid25"}
+
+
+class RegistryTest(tu.TestCase):
+    def test_names_are_the_pipelines_and_each_spec_knows_its_name(self):
+        self.assertEqual(datasets.names(), data.names())
+        self.assertEqual(set(CONFIGS), set(datasets.names()))
+        for name in datasets.names():
+            self.assertEqual(datasets.get(name).name, name)
+
+    def test_unknown_name_lists_valid_names(self):
+        with self.assertRaisesRegex(ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, ring8\."):
+            datasets.get("mnist")
+        with self.assertRaisesRegex(ValueError, "Received: name=None"):
+            datasets.get(None)
+
+
+class SpecTest(tu.TestCase):
+    @parameterized.parameters(("digits", (8, 16, 16, 1)), ("cifar10", (8, 32, 32, 3)), ("ring8", (8, 2)), ("grid25", (8, 2)))
+    def test_pipeline_batches_have_the_sample_shape(self, name, shape):
+        spec = datasets.get(name)
+        config = tu.tiny_config(CONFIGS[name])
+        self.assertEqual((config.batch_size,) + spec.sample_shape(config), shape)
+        with tfds.testing.mock_data(num_examples=16):
+            batch = next(iter(spec.pipeline(config, 0)))
+        self.assertEqual(batch.shape, shape)
+        self.assertEqual(batch.dtype, tf.float32)
+
+    @parameterized.parameters(("digits", (4, 16, 16, 1), 1), ("cifar10", (4, 32, 32, 3), 3), ("ring8", (4, 2), 3))
+    def test_render_gives_an_image(self, name, samples_shape, channels):
+        spec = datasets.get(name)
+        image = spec.render(tu.tiny_config(CONFIGS[name]))(np.zeros(samples_shape, np.float32))
+        self.assertEqual(image.dtype, np.uint8)
+        self.assertEqual((image.ndim, image.shape[-1]), (3, channels))
+
+    def test_image_datasets_take_image_networks(self):
+        self.assertEqual({name: datasets.get(name).image for name in datasets.names()},
+                         {"cifar10": True, "digits": True, "grid25": False, "ring8": False})
+
+    def test_cifar10_without_inception_module_trains_without_fid(self):
+        messages = []
+        make = datasets.get("cifar10").evaluator(tu.tiny_config("cifar10_cnn_ns"))
+        self.assertIsNone(make("unused", messages.append))
+        self.assertTrue(messages[0].startswith("FID/IS off: no Inception module; pass --config.inception_path=DIR"))
+
+    def test_cifar10_with_a_bad_inception_path_fails_when_prepared(self):
+        config = tu.tiny_config("cifar10_cnn_ns")
+        config.inception_path = "https://tfhub.dev/x"
+        with self.assertRaisesRegex(ValueError, r"which is a URL.*\(config.inception_path\)$"):
+            datasets.get("cifar10").evaluator(config)
+
+    @parameterized.parameters(("ring8", 8), ("grid25", 25))
+    def test_mixtures_are_scored_by_mode_coverage(self, name, modes):
+        evaluator = datasets.get(name).evaluator(tu.tiny_config(name))("unused", print)
+        self.assertIsInstance(evaluator, evaluators.MixtureEvaluator)
+        self.assertLen(evaluator.centers, modes)
+        self.assertEqual(evaluator.latents.shape, (20, 8))
+
+
+class NetworkInputsTest(tu.TestCase):
+    def test_every_network_has_inputs(self):
+        self.assertEqual(set(datasets.NETWORK_INPUTS), set(networks.names()))
+
+    @parameterized.parameters(
+        ("digits", ({"image_size": 16, "channels": 1}, {"image_size": 16, "channels": 1})),
+        ("ring8", ({"output_dim": 2}, {"input_dim": 2})),
+        ("cifar10_cnn_ns", ({"channels": 3, "bottom": 4}, {"input_shape": (32, 32, 3)})),
+        ("cifar10_resnet_ns", ({"channels": 3, "bottom": 4}, {"input_shape": (32, 32, 3)})),
+    )
+    def test_the_data_fix_the_builders_shape_arguments(self, name, expected):
+        self.assertEqual(datasets.network_inputs(tu.tiny_config(name)), expected)
+
+
+if __name__ == "__main__":
+    tf.test.main()

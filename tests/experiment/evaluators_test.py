@@ -1,0 +1,74 @@
+"""evaluators: FID of an image generator, mode coverage of a mixture generator, fixed latents."""
+
+import numpy as np
+import tensorflow as tf
+
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import data, evaluators, metrics
+
+
+class ImageEvaluatorTest(tu.TestCase):
+    def test_matches_frechet_distance_of_the_features(self):
+        rng = np.random.default_rng(0)
+        real = rng.normal(size=(200, 3))
+
+        class Extractor:
+            def features(self, images):
+                return np.asarray(images).reshape(len(images), -1)[:, :3]
+
+            def logits(self, images):
+                return np.zeros((len(images), 10))
+
+        latents = rng.normal(size=(100, 3)).astype(np.float32)
+        generator = lambda z, training: z + 1.0
+        evaluator = evaluators.ImageEvaluator(Extractor(), metrics.activation_statistics(real), latents, "test")
+        result = evaluator(generator)
+        expected = metrics.frechet_distance(*metrics.activation_statistics(latents + 1.0), *metrics.activation_statistics(real))
+        self.assertAllClose(result["fid"], expected)
+        self.assertAllClose(result["inception_score"], 1.0)
+        self.assertEqual(evaluator.primary, "fid")
+        self.assertEqual(
+            evaluator.describe({"fid": 12.345, "inception_score": 2.0}),
+            "FID (test, 100 samples): 12.35, inception score: 2.00",
+        )
+
+
+class MixtureEvaluatorTest(tu.TestCase):
+    def test_exact_and_collapsed_generators(self):
+        centers, std = data.mixture_spec("ring8")
+        latents = np.arange(80, dtype=np.float32)[:, None]
+        exact = lambda z, training: centers[np.asarray(z[:, 0], int) % 8]
+        collapsed = lambda z, training: np.repeat(centers[:1] + 10 * std, len(z), axis=0)
+        evaluator = evaluators.MixtureEvaluator(centers, std, latents)
+        self.assertEqual(evaluator(exact), {"modes_covered": 8, "high_quality": 1.0})
+        self.assertEqual(evaluator(collapsed), {"modes_covered": 0, "high_quality": 0.0})
+        self.assertEqual(evaluator.primary, "modes_covered")
+        self.assertEqual(
+            evaluator.describe({"modes_covered": 7, "high_quality": 0.925}), "modes covered: 7/8, high-quality samples: 92%"
+        )
+
+
+class LatentsAndGenerateTest(tu.TestCase):
+    def test_latents_are_fixed_per_seed_and_purpose(self):
+        grid = evaluators.latents(3, evaluators.GRID, 5, 4)
+        self.assertEqual((grid.shape, grid.dtype), ((5, 4), np.float32))
+        self.assertAllEqual(grid, evaluators.latents(3, evaluators.GRID, 5, 4))
+        self.assertNotAllEqual(grid, evaluators.latents(3, evaluators.EVALUATION, 5, 4))
+        self.assertNotAllEqual(grid, evaluators.latents(4, evaluators.GRID, 5, 4))
+
+    def test_generate_batches_in_inference_mode(self):
+        calls = []
+
+        def generator(z, training):
+            calls.append((len(z), training))
+            return 2 * z
+
+        latents = np.arange(7, dtype=np.float32)[:, None]
+        samples = evaluators.generate(generator, latents, batch_size=3)
+        self.assertEqual(calls, [(3, False), (3, False), (1, False)])
+        self.assertEqual(samples.dtype, np.float32)
+        self.assertAllEqual(samples, 2 * latents)
+
+
+if __name__ == "__main__":
+    tf.test.main()

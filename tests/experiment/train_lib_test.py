@@ -1,0 +1,126 @@
+"""train_lib: a few steps of every config, building every variant, reruns and bad workdirs."""
+
+import contextlib
+import io
+import json
+import os
+from unittest import mock
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from absl.testing import parameterized
+
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import features, train_lib
+from tf_fusedprop.experiment.config import ConfigError, validate
+
+
+def quiet_train(config, workdir, **kwargs):
+    """`train_lib.train` without its output; returns (summary, printed text)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        summary = train_lib.train(config, workdir=str(workdir), verbose=0, **kwargs)
+    return summary, out.getvalue()
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+class FakeInception:
+    """Stands in for TF-GAN's Inception (not available offline): pixels as features."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def features(self, images, batch_size=64):
+        return np.asarray(images).reshape(len(images), -1)[:, :16]
+
+    def logits(self, images, batch_size=64):
+        return np.asarray(images).reshape(len(images), -1)[:, :10]
+
+
+class TrainTest(tu.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cache_dir = tu.class_temp_dir(cls)  # One digits classifier and reference statistics.
+
+    @parameterized.parameters(
+        ("digits", "", "fused"),
+        ("ring8", "", "fused"),
+        ("grid25", "", "fused"),
+        ("cifar10_cnn_ns", "", "alternating"),
+        ("cifar10_cnn_hinge", "inverse", "inverse"),
+        ("cifar10_resnet_ns", "fused", "fused"),
+    )
+    def test_a_few_steps_of_every_config(self, name, variant, form):
+        directory = self.get_temp_dir()
+        config = tu.tiny_config(name, variant, self.cache_dir)
+        self.assertEqual(config.form, form)
+        cifar10 = config.dataset == "cifar10"
+        with contextlib.ExitStack() as stack:
+            if cifar10:
+                stack.enter_context(mock.patch.object(features, "InceptionFeatures", FakeInception))
+                stack.enter_context(tfds.testing.mock_data(num_examples=16))
+                config.inception_path = directory
+            summary, printed = quiet_train(config, os.path.join(directory, "run"))
+        run = os.path.join(directory, "run")
+        self.assertEqual((summary["steps"], summary["d_steps"], summary["epochs"]), (2, 2, 2))
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "samples"))), ["epoch_0001.png", "epoch_0002.png"])
+        self.assertEqual(summary["samples"], os.path.join(run, "samples", "epoch_0002.png"))
+        self.assertEqual(read_json(os.path.join(run, "summary.json")), json.loads(json.dumps(summary)))
+        self.assertEqual(read_json(os.path.join(run, "config.json")), config.to_dict())
+        self.assertTrue(os.path.exists(os.path.join(run, "generator", "saved_model.pb")))
+        self.assertNotEmpty(os.listdir(os.path.join(run, "logs")))
+        image_data = config.dataset in ("digits", "cifar10")
+        self.assertEqual(set(summary["metrics"]), {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"})
+        self.assertEqual(summary["final_metric"]["value"], summary["metrics"][summary["final_metric"]["name"]])
+        self.assertIn("FID (" if image_data else "modes covered: ", printed)
+        if cifar10:
+            self.assertNotEmpty([f for f in os.listdir(self.cache_dir) if f.startswith("cifar10_train16_inception")])
+
+    def test_mixed_bfloat16(self):
+        config = tu.tiny_config("ring8")
+        config.mixed_precision = "mixed_bfloat16"
+        summary, _ = quiet_train(config, self.get_temp_dir())
+        self.assertEqual(summary["steps"], 2)
+
+    def test_a_workdir_of_another_config_is_refused_and_a_finished_run_is_not_retrained(self):
+        directory = self.get_temp_dir()
+        config = tu.tiny_config("ring8")
+        summary, _ = quiet_train(config, directory)
+        again, printed = quiet_train(config, directory)
+        self.assertEqual(again, json.loads(json.dumps(summary)))
+        self.assertIn("already complete", printed)
+        config.seed = 3
+        with self.assertRaisesRegex(ConfigError, r"different config \(config.seed: 0 there, 3 now\)"):
+            quiet_train(config, directory)
+
+    def test_unwritable_workdir(self):
+        blocker = os.path.join(self.get_temp_dir(), "file")
+        open(blocker, "w").close()
+        with self.assertRaisesRegex(ConfigError, r"cannot write to workdir .*file/run.*--workdir"):
+            quiet_train(tu.tiny_config("ring8"), os.path.join(blocker, "run"))
+
+
+class BuildGanTest(tu.TestCase):
+    @parameterized.parameters(("cifar10_cnn_ns", "fused"), ("cifar10_cnn_hinge", ""), ("cifar10_resnet_ns", ""))
+    def test_the_other_variants_validate_and_build(self, name, variant):
+        config = tu.tiny_config(name, variant)
+        validate(config)
+        gan = train_lib.build_gan(config)
+        self.assertEqual(gan.form, config.form)
+        self.assertEqual(gan.generator.output.shape[1:], (32, 32, 3))
+
+    def test_a_builder_refusing_its_arguments_is_a_config_error(self):
+        config = tu.tiny_config("ring8")
+        config.generator.units = -1
+        with self.assertRaisesRegex(ConfigError, r"^cannot build network 'mlp': "):
+            train_lib.build_gan(config)
+
+
+if __name__ == "__main__":
+    tf.test.main()

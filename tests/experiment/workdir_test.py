@@ -1,0 +1,75 @@
+"""workdir: the default run directory, the existing-run check and the workdir's creation."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import workdir
+from tf_fusedprop.experiment.config import ConfigError
+
+
+class DefaultWorkdirTest(tu.TestCase):
+    def test_resumes_the_latest_unfinished_run_of_the_same_config(self):
+        root = self.get_temp_dir()
+        config = tu.tiny_config("ring8")
+        fresh = workdir.default_workdir(config, root)
+        self.assertEqual(os.path.dirname(fresh), root)
+        self.assertTrue(os.path.basename(fresh).startswith("ring8-"))
+
+        def make_run(name, run_config, finished=False):
+            os.makedirs(os.path.join(root, name))
+            with open(os.path.join(root, name, "config.json"), "w") as f:
+                f.write(json.dumps(run_config.to_dict()))
+            if finished:
+                with open(os.path.join(root, name, "summary.json"), "w") as f:
+                    f.write("{}")
+
+        other = tu.tiny_config("ring8")
+        other.seed = 5
+        make_run("ring8-20240101-000000", config)
+        make_run("ring8-20240102-000000", config, finished=True)
+        make_run("ring8-20240103-000000", other)
+        self.assertEqual(workdir.default_workdir(config, root), os.path.join(root, "ring8-20240101-000000"))
+
+
+class CompletedRunTest(tu.TestCase):
+    def test_a_new_workdir_has_no_run(self):
+        self.assertIsNone(workdir.completed_run(os.path.join(self.get_temp_dir(), "new"), tu.tiny_config("ring8")))
+
+    def test_an_unfinished_run_is_resumed_a_finished_one_returned_another_refused(self):
+        directory = os.path.join(self.get_temp_dir(), "run")
+        config = tu.tiny_config("ring8")
+        workdir.make_workdir(directory, config)
+        self.assertIsNone(workdir.completed_run(directory, config))
+        with open(os.path.join(directory, "summary.json"), "w") as f:
+            json.dump({"steps": 2}, f)
+        self.assertEqual(workdir.completed_run(directory, config), {"steps": 2})
+        config.generator.units = 9
+        with self.assertRaisesRegex(ConfigError, r"different config \(config.generator.units: 8 there, 9 now\)"):
+            workdir.completed_run(directory, config)
+
+
+class MakeWorkdirTest(tu.TestCase):
+    def test_writes_config_json_once(self):
+        directory = os.path.join(self.get_temp_dir(), "a", "run")
+        config = tu.tiny_config("ring8")
+        workdir.make_workdir(directory, config)
+        self.assertEqual(os.listdir(directory), ["config.json"])
+        with open(os.path.join(directory, "config.json")) as f:
+            self.assertEqual(json.load(f), config.to_dict())
+        config.seed = 7  # A rerun does not rewrite it (completed_run compares first).
+        workdir.make_workdir(directory, config)
+        with open(os.path.join(directory, "config.json")) as f:
+            self.assertEqual(json.load(f)["seed"], 0)
+
+    def test_unwritable(self):
+        blocker = os.path.join(self.get_temp_dir(), "file")
+        open(blocker, "w").close()
+        with self.assertRaisesRegex(ConfigError, r"cannot write to workdir '.*file/run' \(NotADirectoryError.*--workdir=DIR"):
+            workdir.make_workdir(os.path.join(blocker, "run"), tu.tiny_config("ring8"))
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,288 @@
+"""The training config: `validate(config)` checks every field before anything is built.
+
+The fields are documented in `configs/base.py`. Each has one entry in `FIELDS` (or, for the
+fields a dataset adds, `DATASET_FIELDS`): the check of its value alone. `RELATIONS` then
+check fields against each other, in order. Checks reuse the library's own
+(`_checks.positive_int`, `losses.get`, `networks.get`, `steps.check_form`, `datasets.get`)
+and turn their ValueError into a one-line `ConfigError` that names the field, the value
+received and what is accepted.
+"""
+
+import inspect
+import json
+import math
+
+from tf_fusedprop import losses as fp_losses
+from tf_fusedprop import networks as fp_networks
+from tf_fusedprop import steps as fp_steps
+from tf_fusedprop._checks import positive_int
+from tf_fusedprop.experiment import datasets
+
+__all__ = [
+    "DATASET_FIELDS",
+    "FIELDS",
+    "MIXED_PRECISION",
+    "RELATIONS",
+    "ConfigError",
+    "json_values",
+    "schedule",
+    "validate",
+]
+
+#: Accepted values of `config.mixed_precision`.
+MIXED_PRECISION = ("off", "mixed_bfloat16")
+
+
+class ConfigError(ValueError):
+    """An invalid config or workdir; the message is one line saying what was received and
+    what to do."""
+
+
+def schedule(config):
+    """`(epochs, steps_per_epoch)`; an epoch longer than the run is shortened to the run."""
+    steps_per_epoch = min(config.steps_per_epoch, config.steps)
+    return config.steps // steps_per_epoch, steps_per_epoch
+
+
+def json_values(config):
+    """The config as plain JSON values, as `config.json` and `summary.json` hold it."""
+    return json.loads(json.dumps(config.to_dict()))
+
+
+def _check(condition, message):
+    if not condition:
+        raise ConfigError(message)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks of one field: check(key, value)
+# --------------------------------------------------------------------------------------------
+
+
+def _positive_int(key, value):
+    try:
+        positive_int(key, value)
+    except ValueError:
+        raise ConfigError(f"config.{key} must be a positive integer; received {key}={value!r}.") from None
+
+
+def _sample_count(key, value):
+    _check(
+        _is_int(value) and (value == 0 or value >= 2),
+        f"config.{key} must be 0 (off) or an integer >= 2; received {key}={value!r}.",
+    )
+
+
+def _seed(key, value):
+    _check(_is_int(value) and value >= 0, f"config.{key} must be an integer >= 0; received {key}={value!r}.")
+
+
+def _learning_rate(key, value):
+    _check(
+        isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
+        f"config.{key} must be a positive number; received {key}={value!r}.",
+    )
+
+
+def _adam_beta(key, value):
+    _check(isinstance(value, (int, float)) and 0 <= value < 1, f"config.{key} must be in [0, 1); received {key}={value!r}.")
+
+
+def _known(kind, names, get):
+    """The check that `get(value)` (a library registry lookup) knows the value."""
+
+    def check(key, value):
+        try:
+            return get(value)
+        except ValueError:
+            raise ConfigError(
+                f"unknown {kind}: received config.{key}={value!r}; expected one of {', '.join(names())}."
+            ) from None
+
+    return check
+
+
+def _get_form(name):
+    """`steps.FORMS` as a lookup like `losses.get` (the library checks forms with pairs only)."""
+    if name not in fp_steps.FORMS:
+        raise ValueError(f"Unknown training form. Received: form={name!r}.")
+    return name
+
+
+def _mixed_precision(key, value):
+    _check(
+        value in MIXED_PRECISION,
+        f"config.{key} must be one of {', '.join(MIXED_PRECISION)}; received {key}={value!r}.",
+    )
+
+
+def _bool(key, value):
+    _check(isinstance(value, bool), f"config.{key} must be True or False; received {value!r}.")
+
+
+def _image_size(key, value):
+    _positive_int(key, value)
+    _check(
+        value % 4 == 0,
+        f"config.{key} must be a multiple of 4 (the digits networks upsample twice); received {key}={value}.",
+    )
+
+
+_known_dataset = _known("dataset", datasets.names, datasets.get)
+
+#: The fields of every config -> the check of the value (None: any value; `generator` and
+#: `discriminator` are checked against their builders by `RELATIONS`).
+FIELDS = {
+    "name": None,
+    "dataset": _known_dataset,
+    "network": _known("network", fp_networks.names, fp_networks.get),
+    "generator": None,
+    "discriminator": None,
+    "latent_dim": _positive_int,
+    "loss": _known("loss", fp_losses.names, fp_losses.get),
+    "form": _known("form", lambda: fp_steps.FORMS, _get_form),
+    "n_dis": _positive_int,
+    "iter_size": _positive_int,
+    "batch_size": _positive_int,
+    "steps": _positive_int,
+    "steps_per_epoch": _positive_int,
+    "d_lr": _learning_rate,
+    "g_lr": _learning_rate,
+    "beta1": _adam_beta,
+    "beta2": _adam_beta,
+    "seed": _seed,
+    "eval_samples": _sample_count,
+    "eval_every": _positive_int,
+    "grid_samples": _positive_int,
+    "cache_dir": None,
+    "mixed_precision": _mixed_precision,
+    "jit_compile": _bool,
+    "steps_per_execution": _positive_int,
+}
+
+#: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.
+DATASET_FIELDS = {
+    "image_size": _image_size,
+    "data_dir": None,
+    "inception_path": None,
+    "eval_real_samples": _sample_count,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Checks of fields against each other: check(config), once every field is valid
+# --------------------------------------------------------------------------------------------
+
+
+def _network_fits_dataset(config):
+    image = datasets.get(config.dataset).image
+    fitting = [name for name, inputs in datasets.NETWORK_INPUTS.items() if inputs.image == image]
+    _check(
+        datasets.NETWORK_INPUTS[config.network].image == image,
+        f"network {config.network!r} does not fit dataset {config.dataset!r}: use "
+        f"{'an image network (' + ', '.join(fitting) + ')' if image else 'network ' + ', '.join(fitting)} "
+        f"(received network={config.network!r}, dataset={config.dataset!r}).",
+    )
+
+
+def _loss_supports_form(config):
+    try:
+        fp_steps.check_form(config.loss, config.form)
+    except ValueError as err:
+        raise ConfigError(
+            f"invalid (loss, form) pair: {err} (received loss={config.loss!r}, form={config.form!r})"
+        ) from None
+
+
+def _n_dis_alternating_only(config):
+    _check(
+        config.n_dis == 1 or config.form == "alternating",
+        f"config.n_dis applies to form 'alternating' only; received n_dis={config.n_dis}, form={config.form!r}.",
+    )
+
+
+def _batch_splits_into_micro_batches(config):
+    _check(
+        config.batch_size % config.iter_size == 0,
+        f"config.batch_size must be divisible by config.iter_size; received batch_size={config.batch_size}, "
+        f"iter_size={config.iter_size}.",
+    )
+
+
+def _whole_epochs(config):
+    _check(
+        config.steps <= config.steps_per_epoch or config.steps % config.steps_per_epoch == 0,
+        f"config.steps must be a multiple of config.steps_per_epoch; received steps={config.steps}, "
+        f"steps_per_epoch={config.steps_per_epoch} (e.g. --config.steps="
+        f"{max(1, round(config.steps / config.steps_per_epoch)) * config.steps_per_epoch}).",
+    )
+
+
+def _whole_executions(config):
+    _, steps_per_epoch = schedule(config)
+    _check(
+        steps_per_epoch % config.steps_per_execution == 0,
+        f"the epoch length ({steps_per_epoch} steps) must be a multiple of config.steps_per_execution; "
+        f"received steps_per_execution={config.steps_per_execution}.",
+    )
+
+
+def _builder_arguments(config):
+    """`config.generator` and `config.discriminator` are arguments of the network's builders
+    that the data and config do not set already."""
+    builders = fp_networks.get(config.network)
+    from_data = datasets.network_inputs(config)
+    from_config = ({"latent_dim", "dtype"}, {"dtype"})
+    for role, builder, fixed, extra in zip(("generator", "discriminator"), builders, from_data, from_config):
+        parameters = set(inspect.signature(builder).parameters)
+        reserved = set(fixed) | extra
+        given = config[role].to_dict()
+        for key in sorted(given):
+            _check(
+                key not in reserved,
+                f"config.{role}.{key} is set from the data and config, not by hand; remove it "
+                f"(received {role}.{key}={given[key]!r}).",
+            )
+            _check(
+                key in parameters,
+                f"config.{role}.{key} is not an argument of {builder.__name__}; valid: "
+                f"{', '.join(sorted(parameters - reserved))} (received {role}.{key}={given[key]!r}).",
+            )
+
+
+#: Checks of fields against each other, in order.
+RELATIONS = (
+    _network_fits_dataset,
+    _loss_supports_form,
+    _n_dis_alternating_only,
+    _batch_splits_into_micro_batches,
+    _whole_epochs,
+    _whole_executions,
+    _builder_arguments,
+)
+
+
+def validate(config):
+    """Checks every field of a training config; see `configs/base.py` for their meaning.
+
+    Raises:
+      ConfigError: the first problem found, in one line naming the field, the value received
+        and what is accepted.
+    """
+    missing = [key for key in FIELDS if key not in config]
+    _check(not missing, f"the config lacks {', '.join(missing)}; build it on configs/base.py's get_base_config().")
+    spec = _known_dataset("dataset", config.dataset)
+    checks = {**FIELDS, **{key: DATASET_FIELDS[key] for key in spec.fields}}
+    unknown = sorted(set(config.keys()) - set(checks))
+    _check(not unknown, f"unknown config keys {unknown} for dataset {config.dataset!r}; remove them.")
+    missing = [key for key in spec.fields if key not in config]
+    _check(not missing, f"dataset {config.dataset!r} needs config fields {missing}.")
+    for key, check in checks.items():
+        if check is not None:
+            check(key, config[key])
+    for check in RELATIONS:
+        check(config)

@@ -1,0 +1,229 @@
+"""What each dataset name means to the harness: one `DatasetSpec` per name, looked up once.
+
+A spec says all that `config` and `train_lib` need to know about a dataset, so that no other
+module branches on dataset names:
+
+| dataset | sample | networks | extra config fields | evaluator | sample grid |
+|---|---|---|---|---|---|
+| digits | `[s, s, 1]` | image | `image_size` | FID/IS under `features.DigitsClassifier` | image grid |
+| cifar10 | `[32, 32, 3]` | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`) | image grid |
+| ring8, grid25 | `[2]` | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
+
+The networks' side is `NETWORK_INPUTS`: per network name (`tf_fusedprop.networks.names()`),
+whether it takes images, and which builder arguments the sample shape fixes;
+`network_inputs(config)` gives them for a config.
+"""
+
+import collections
+import dataclasses
+import functools
+import hashlib
+import math
+import os
+from typing import Callable
+
+import numpy as np
+
+from tf_fusedprop.experiment import data
+from tf_fusedprop.experiment import evaluators
+from tf_fusedprop.experiment import features
+from tf_fusedprop.experiment import images
+
+__all__ = ["NETWORK_INPUTS", "DatasetSpec", "NetworkInputs", "get", "names", "network_inputs"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+    """What a dataset name means to the harness.
+
+    Attributes:
+      name: the dataset's name (`config.dataset`).
+      fields: the config fields of this dataset only (`config.validate` checks them).
+      image: True if it takes image networks, False for the vector network (mlp).
+      sample_shape: `config -> shape` of one sample.
+      pipeline: `(config, seed) -> tf.data.Dataset` of training batches.
+      evaluator: `config -> make`, called before anything is written (so that a bad
+        Inception path fails fast); `make(cache_dir, log)` is called once the workdir exists
+        and returns the evaluator (`evaluators`) or None.
+      render: `config -> render`, the sample-grid renderer of `callbacks.SampleGrid`.
+    """
+
+    name: str
+    fields: tuple
+    image: bool
+    sample_shape: Callable
+    pipeline: Callable
+    evaluator: Callable
+    render: Callable
+
+
+def _evaluation_latents(config):
+    return evaluators.latents(config.seed, evaluators.EVALUATION, config.eval_samples, config.latent_dim)
+
+
+def _image_grid(config):
+    return images.image_grid
+
+
+# --------------------------------------------------------------------------------------------
+# Digits
+# --------------------------------------------------------------------------------------------
+
+
+def _digits_evaluator(config):
+    def make(cache_dir, log):
+        classifier = features.DigitsClassifier.load_or_train(cache_dir, image_size=config.image_size, seed=0)
+        log(f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
+            f"({'trained now' if classifier.trained else 'cached'} in {cache_dir}).")
+        cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
+        reference = features.reference_statistics(
+            classifier, None if os.path.exists(cache) else data.digits_array(config.image_size), cache
+        )
+        return evaluators.ImageEvaluator(classifier, reference, _evaluation_latents(config), "digits classifier")
+
+    return make
+
+
+DIGITS = DatasetSpec(
+    name="digits",
+    fields=("image_size",),
+    image=True,
+    sample_shape=lambda config: (config.image_size, config.image_size, 1),
+    pipeline=lambda config, seed: data.digits(config.batch_size, image_size=config.image_size, seed=seed),
+    evaluator=_digits_evaluator,
+    render=_image_grid,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# CIFAR-10
+# --------------------------------------------------------------------------------------------
+
+
+def _load_inception(config):
+    """TF-GAN's Inception if `config.inception_path` is set (fails fast), else None."""
+    if not config.inception_path:
+        return None
+    try:
+        return features.InceptionFeatures(config.inception_path)
+    except features.InceptionModuleUnavailableError as err:
+        raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path)") from None
+
+
+def _cifar10_images(config, n):
+    batch_size = min(500, n)
+    batches = data.cifar10(batch_size, split="train", data_dir=config.data_dir, seed=config.seed, repeat=False)
+    return np.concatenate([b.numpy() for b in batches.take(math.ceil(n / batch_size))])[:n]
+
+
+def _cifar10_evaluator(config):
+    inception = _load_inception(config)
+
+    def make(cache_dir, log):
+        if inception is None:
+            log("FID/IS off: no Inception module; pass --config.inception_path=DIR (TF-GAN's Inception, "
+                "see tf_fusedprop.experiment.features.InceptionFeatures) to score CIFAR-10.")
+            return None
+        key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
+        cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
+        real = None if os.path.exists(cache) else _cifar10_images(config, config.eval_real_samples)
+        reference = features.reference_statistics(inception, real, cache, batch_size=100)
+        return evaluators.ImageEvaluator(inception, reference, _evaluation_latents(config), "Inception")
+
+    return make
+
+
+CIFAR10 = DatasetSpec(
+    name="cifar10",
+    fields=("data_dir", "inception_path", "eval_real_samples"),
+    image=True,
+    sample_shape=lambda config: (32, 32, 3),
+    pipeline=lambda config, seed: data.cifar10(config.batch_size, data_dir=config.data_dir, seed=seed),
+    evaluator=_cifar10_evaluator,
+    render=_image_grid,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# 2-D Gaussian mixtures
+# --------------------------------------------------------------------------------------------
+
+
+def _mixture(name):
+    centers, std = data.mixture_spec(name)
+
+    def evaluator(config):
+        return lambda cache_dir, log: evaluators.MixtureEvaluator(centers, std, _evaluation_latents(config))
+
+    def render(config):
+        extent = float(np.abs(centers).max()) * 1.25 + 0.5
+        return functools.partial(images.scatter_plot, extent=extent, centers=centers)
+
+    return DatasetSpec(
+        name=name,
+        fields=(),
+        image=False,
+        sample_shape=lambda config: (2,),
+        pipeline=lambda config, seed: data.get(name, config.batch_size, seed=seed),
+        evaluator=evaluator,
+        render=render,
+    )
+
+
+RING8 = _mixture("ring8")
+GRID25 = _mixture("grid25")
+
+_REGISTRY = {spec.name: spec for spec in (DIGITS, CIFAR10, RING8, GRID25)}
+
+
+def names():
+    """The dataset names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get(name):
+    """The `DatasetSpec` registered under `name`.
+
+    Raises:
+      ValueError: for an unknown name; the message lists the valid names.
+    """
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"Unknown dataset. Received: name={name!r}. Valid names: {', '.join(names())}.") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Networks: what the data fix in each builder's arguments
+# --------------------------------------------------------------------------------------------
+
+NetworkInputs = collections.namedtuple("NetworkInputs", ["image", "kwargs"])
+NetworkInputs.__doc__ = """How samples enter a network: `image` (takes image samples) and
+`kwargs(sample_shape) -> (generator kwargs, discriminator kwargs)` fixed by the data."""
+
+
+def _vector_kwargs(shape):
+    return {"output_dim": shape[0]}, {"input_dim": shape[0]}
+
+
+def _digits_kwargs(shape):
+    size = {"image_size": shape[0], "channels": shape[-1]}
+    return size, dict(size)
+
+
+def _sngan_kwargs(shape):
+    return {"channels": shape[-1], "bottom": shape[0] // 8}, {"input_shape": tuple(shape)}
+
+
+#: Per network name of `tf_fusedprop.networks`: how the data enter its builders.
+NETWORK_INPUTS = {
+    "digits": NetworkInputs(image=True, kwargs=_digits_kwargs),
+    "sngan_cnn": NetworkInputs(image=True, kwargs=_sngan_kwargs),
+    "sngan_resnet": NetworkInputs(image=True, kwargs=_sngan_kwargs),
+    "mlp": NetworkInputs(image=False, kwargs=_vector_kwargs),
+}
+
+
+def network_inputs(config):
+    """`(generator kwargs, discriminator kwargs)` that `config`'s data fix for its network."""
+    return NETWORK_INPUTS[config.network].kwargs(get(config.dataset).sample_shape(config))

@@ -1,0 +1,86 @@
+"""Evaluators: a generator's score on fixed latents, as `Evaluation` callbacks call it.
+
+An evaluator is called with G (a Keras model, or any `generator(z, training=False)`) and
+returns a dict of numbers; `primary` names the one reported as the run's final metric and
+`describe(values)` is the line printed at the end of a run. Which evaluator a dataset gets
+is decided by its `datasets.DatasetSpec`.
+"""
+
+import numpy as np
+
+from tf_fusedprop.experiment import metrics
+
+__all__ = ["EVALUATION", "GRID", "ImageEvaluator", "MixtureEvaluator", "generate", "latents"]
+
+#: The purposes of a run's fixed latents (`latents`): the sample grid and the evaluation.
+GRID, EVALUATION = 1, 2
+
+
+def latents(seed, purpose, n, latent_dim):
+    """Fixed latents for one purpose (`GRID`, `EVALUATION`) of a run, independent of training."""
+    return np.random.default_rng([seed, purpose]).standard_normal((n, latent_dim)).astype(np.float32)
+
+
+def generate(generator, latents, batch_size=500):
+    """G's samples of `latents` (inference mode), as one float32 numpy array."""
+    return np.concatenate(
+        [
+            np.asarray(generator(latents[i : i + batch_size], training=False), dtype=np.float32)
+            for i in range(0, len(latents), batch_size)
+        ]
+    )
+
+
+class ImageEvaluator:
+    """FID (and IS, or the classifier score) of generated images under a feature extractor.
+
+    Args:
+      extractor: an object with `features(images)` and `logits(images)` (`features` module).
+      reference: `(mu, sigma)` of the real images' features.
+      latents: the fixed latents, `[n, latent_dim]`.
+      label: the extractor's name in `describe`.
+    """
+
+    primary = "fid"
+
+    def __init__(self, extractor, reference, latents, label):
+        self.extractor, self.reference, self.latents, self.label = extractor, reference, latents, label
+
+    def __call__(self, generator):
+        images = generate(generator, self.latents)
+        mu, sigma = metrics.activation_statistics(self.extractor.features(images))
+        logits = self.extractor.logits(images)
+        return {
+            "fid": metrics.frechet_distance(mu, sigma, *self.reference),
+            "inception_score": metrics.inception_score(logits, splits=min(10, len(logits)))[0],
+        }
+
+    def describe(self, values):
+        return (
+            f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}, "
+            f"inception score: {values['inception_score']:.2f}"
+        )
+
+
+class MixtureEvaluator:
+    """Modes covered and high-quality fraction of samples of a 2-D Gaussian mixture.
+
+    Args:
+      centers, std: the mixture's ground truth (`data.mixture_spec`).
+      latents: the fixed latents, `[n, latent_dim]`.
+    """
+
+    primary = "modes_covered"
+
+    def __init__(self, centers, std, latents):
+        self.centers, self.std, self.latents = centers, std, latents
+
+    def __call__(self, generator):
+        coverage = metrics.mode_coverage(generate(generator, self.latents), self.centers, self.std)
+        return {"modes_covered": coverage["modes_covered"], "high_quality": coverage["high_quality_fraction"]}
+
+    def describe(self, values):
+        return (
+            f"modes covered: {values['modes_covered']}/{len(self.centers)}, "
+            f"high-quality samples: {100 * values['high_quality']:.0f}%"
+        )

@@ -302,6 +302,101 @@ class DivergenceTest(tu.TestCase):
         self.assertIsNone(gan.divergence())
 
 
+class ConditionalGANTest(tu.TestCase):
+    @parameterized.parameters(*FORMS)
+    def test_fit_on_images_and_labels(self, form):
+        generator, discriminator = tu.tiny_conditional_pair(num_classes=3, spectral_norm=True)
+        gan = fp.FusedPropGAN(generator, discriminator, form=form, num_classes=3, iter_size=2, seed=1,
+                              loss="hinge" if form == "inverse" else "nonsaturating")
+        gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+        x = np.random.default_rng(0).uniform(-1, 1, (16, 8, 8, 1)).astype("float32")
+        y = np.random.default_rng(1).integers(0, 3, 16).astype("int32")
+        history = gan.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        self.assertTrue(all(np.isfinite(v[-1]) for v in history.history.values()))
+        self.assertEqual(int(gan.g_optimizer.iterations), 2)
+        labels = gan.sample_labels(1000).numpy()
+        self.assertEqual(set(labels), {0, 1, 2})
+
+    def test_labels_are_required(self):
+        generator, discriminator = tu.tiny_conditional_pair(num_classes=3)
+        gan = fp.FusedPropGAN(generator, discriminator, num_classes=3)
+        gan.compile(d_optimizer="adam", g_optimizer="adam")
+        with self.assertRaisesRegex(ValueError, r"conditional FusedPropGAN \(num_classes=3\) is fit on \(samples, labels\)"):
+            gan.train_step(tf.zeros([4, 8, 8, 1]))
+        with self.assertRaisesRegex(ValueError, "num_classes=K"):
+            make_gan().sample_labels(3)
+
+
+class EMATest(tu.TestCase):
+    def test_ema_generator_follows_g_and_is_what_is_sampled_saved_and_exported(self):
+        keras.utils.set_random_seed(0)
+        gan = fp.FusedPropGAN(tu.tiny_generator(batch_norm=True), tu.tiny_discriminator(), form="adaptive", seed=3,
+                              ema_decay=0.5, ema_start=1)
+        gan.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
+        self.assertIs(gan.sampling_generator, gan.ema_generator)
+        expected = None
+        for step in (1, 2, 3):
+            gan.train_step(tf.constant(images(8, seed=step)))
+            current = [w.numpy() for w in gan.generator.trainable_variables]
+            expected = current if step <= 1 else [0.5 * e + 0.5 * c for e, c in zip(expected, current)]
+        for average, want in zip(gan.ema_generator.trainable_variables, expected):
+            self.assertAllClose(average, want, rtol=1e-5, atol=1e-7)
+        self.assertNotAllClose(gan.ema_generator.trainable_variables[0], gan.generator.trainable_variables[0])
+        path = os.path.join(self.get_temp_dir(), "ema.keras")
+        gan.save(path)
+        loaded = keras.models.load_model(path)
+        for a, b in zip(loaded.ema_generator.weights, gan.ema_generator.weights):
+            self.assertAllClose(a, b)
+        directory = os.path.join(self.get_temp_dir(), "generator")
+        gan.export_generator(directory)
+        info = fp.export.read_export_info(directory)
+        self.assertEqual((info["weights"], info["ema_decay"], info["step"]), ("ema", 0.5, 3))
+        z = np.random.default_rng(0).normal(size=(2, tu.LATENT)).astype("float32")
+        served = tf.saved_model.load(directory)  # held: its variables live as long as the object
+        self.assertAllClose(served.serve(z), gan.ema_generator(z, training=False), atol=1e-6)
+
+
+class RegularizedGANTest(tu.TestCase):
+    @parameterized.parameters("inverse", "simultaneous", "alternating")
+    def test_lazy_r1_is_applied_every_reg_every_steps_with_scaled_weight(self, form):
+        keras.utils.set_random_seed(0)
+        gan = LatentsFromList(tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(), form=form, seed=7,
+                              r1_gamma=0.5, reg_every=2)
+        gan.compile(d_optimizer=keras.optimizers.SGD(0.1), g_optimizer=keras.optimizers.SGD(0.1))
+        rng = np.random.default_rng(3)
+        for step in range(3):
+            real = tf.constant(images(8, seed=step))
+            z = tf.constant(rng.normal(size=(8, tu.LATENT)), tf.float32)
+            penalty = (fp.regularizers.R1(1.0),) if step % 2 == 0 else ()
+            before = [w.numpy() for w in gan.discriminator.trainable_variables]
+            d_grads = fp.steps.discriminator_step(gan.generator, gan.discriminator, real, z,
+                                                  options=fp.steps.StepOptions(regularizers=penalty)).d_grads
+            tu.StateSnapshot(gan.discriminator).restore()
+            for variable, value in zip(gan.discriminator.trainable_variables, before):
+                variable.assign(value)
+            gan.use_latents([z, z])  # alternating draws a second z for its G step
+            state = tu.StateSnapshot(gan.generator, gan.discriminator)
+            expected = [w - 0.1 * g.numpy() for w, g in zip(before, d_grads)]
+            state.restore()
+            gan.train_step(real)
+            for actual, want in zip(gan.discriminator.trainable_variables, expected):
+                self.assertAllClose(actual, want, rtol=1e-5, atol=1e-6)
+
+
+class AugmentedGANTest(tu.TestCase):
+    def test_fit_with_diffaugment_and_gradient_penalty(self):
+        keras.utils.set_random_seed(0)
+        gan = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), form="adaptive", loss="wasserstein",
+                              augment="translation,cutout,color", gp_weight=10.0, seed=2)
+        gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+        history = gan.fit(images(16), batch_size=8, epochs=1, verbose=0)
+        self.assertTrue(all(np.isfinite(v[-1]) for v in history.history.values()))
+        config = gan.get_config()
+        self.assertEqual((config["augment"], config["gp_weight"]), ("color,translation,cutout", 10.0))
+        with self.assertRaisesRegex(ValueError, "Unknown DiffAugment policy"):
+            fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), augment="rotate")
+
+
 class SavingTest(tu.TestCase):
     def test_save_load_continue_equals_straight_through(self):
         data = images(32)

@@ -176,6 +176,36 @@ class SpectralNormTest(tu.TestCase):
         self.assertAllClose(tape.gradient(scaled, layer.kernel), plain_tape.gradient(plain, layer.kernel))
 
 
+class EmbeddingTest(tu.TestCase):
+    def test_plain_outside_a_scope_and_scaled_inside(self):
+        layer = layers.Embedding(4, 3)
+        reference = keras.layers.Embedding(4, 3)
+        ids = tf.constant([2, 0, 2])
+        layer.build((None,))
+        reference.build((None,))
+        reference.set_weights(layer.get_weights())
+        self.assertAllClose(layer(ids), reference(ids))
+        with ops.ParameterGradientScaling() as scaling:
+            with tf.GradientTape() as tape:
+                out = layer(ids)
+        scaling.set(tf.constant([2.0, -1.0, 0.5]))
+        grad = tape.gradient(out, layer.embeddings, output_gradients=tf.ones([3, 3]))
+        self.assertAllClose(grad, [[-1.0] * 3, [0.0] * 3, [2.5] * 3, [0.0] * 3])
+        self.assertTrue(layers.supports_parameter_gradient_scaling(layer))
+
+    def test_spectral_norm_and_saving(self):
+        model = keras.Sequential([keras.Input((), dtype="int32"), layers.Embedding(6, 4, spectral_norm=True)])
+        for _ in range(50):
+            model(tf.constant([0, 1]), training=True)
+        table = model.layers[0]._normalized_kernel(training=False).numpy()
+        self.assertAllClose(np.linalg.svd(table, compute_uv=False)[0], 1.0, atol=1e-3)
+        path = self.get_temp_dir() + "/e.keras"
+        model.save(path)
+        loaded = keras.models.load_model(path)
+        self.assertAllClose(loaded(tf.constant([3, 5])), model(tf.constant([3, 5])))
+        self.assertAllClose(loaded.layers[0].sn_u, model.layers[0].sn_u)
+
+
 class SerializationTest(tu.TestCase):
     def test_get_config_round_trip(self):
         for layer in (layers.Dense(3, spectral_norm=True, activation="tanh"), layers.Conv2D(2, 3, spectral_norm=True, padding="same")):

@@ -1,5 +1,7 @@
 """Tests for tf_fusedprop.networks: shapes, ranges, discriminator checks, exact single-pass forms."""
 
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -7,6 +9,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tf_fusedprop import compute_gradients, networks
+from tf_fusedprop.networks import conditional
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop.steps import check_discriminator
 
@@ -134,3 +137,56 @@ class FormsTest(tu.TestCase):
     def test_variable_dtype(self):
         self.assertEqual(networks.variable_dtype("mixed_bfloat16"), "float32")
         self.assertEqual(networks.variable_dtype("float64"), "float64")
+
+
+CONDITIONAL = {
+    "sngan_cnn": (dict(latent_dim=8, width=8, bottom=1), dict(input_shape=(8, 8, 3), width=4), (8, 8, 3)),
+    "sngan_resnet": (dict(latent_dim=8, width=8, bottom=1), dict(input_shape=(8, 8, 3), width=8), (8, 8, 3)),
+    "digits": (dict(latent_dim=8, width=4), dict(width=4), (16, 16, 1)),
+}
+
+
+class ConditionalTest(tu.TestCase):
+    """Every image network family has a class-conditional G and a projection D."""
+
+    @parameterized.parameters(*[(name,) for name in CONDITIONAL])
+    def test_shapes_and_label_dependence(self, name):
+        keras.utils.set_random_seed(0)
+        g_fn, d_fn = networks.get(name)
+        g_kwargs, d_kwargs, shape = CONDITIONAL[name]
+        generator, discriminator = g_fn(**g_kwargs, num_classes=5), d_fn(**d_kwargs, num_classes=5)
+        self.assertEqual([i.shape for i in generator.inputs], [(None, 8), (None,)])
+        z = tf.random.normal([3, 8])
+        images = generator([z, tf.constant([0, 1, 4])], training=False)
+        self.assertEqual(images.shape, (3,) + shape)
+        logits = discriminator([images, tf.constant([0, 1, 4])], training=False)
+        self.assertEqual(logits.shape, (3, 1))
+        # the projection head makes D's logit depend on the label, its embedding being trained:
+        head = [layer for layer in discriminator.layers if isinstance(layer, fp_layers.Embedding)][0]
+        head.embeddings.assign(tf.random.normal(head.embeddings.shape))
+        other = discriminator([images, tf.constant([2, 3, 0])], training=False)
+        self.assertNotAllClose(other, discriminator([images, tf.constant([0, 1, 4])], training=False))
+        for form in ("fused", "inverse", "adaptive"):
+            check_discriminator(discriminator, form)
+
+    def test_conditional_batch_norm_scales_and_shifts_per_class(self):
+        layer = conditional.ConditionalBatchNormalization(3)
+        x = tf.random.normal([4, 2, 2, 5])
+        labels = tf.constant([0, 1, 2, 1])
+        out = layer([x, labels], training=True)
+        normalised = (x - tf.reduce_mean(x, [0, 1, 2])) / tf.sqrt(tf.math.reduce_variance(x, [0, 1, 2]) + 1e-3)
+        self.assertAllClose(out, normalised, atol=1e-4)  # gamma 1, beta 0 at first
+        layer.gamma.embeddings.assign(tf.reshape(tf.range(15, dtype=tf.float32), [3, 5]))
+        layer.beta.embeddings.assign(tf.ones([3, 5]))
+        out = layer([x, labels], training=True)
+        gamma = tf.gather(layer.gamma.embeddings, labels)[:, None, None, :]
+        self.assertAllClose(out, normalised * gamma + 1.0, atol=1e-3)
+
+    def test_conditional_models_save_and_reload(self):
+        generator, discriminator = tu.tiny_conditional_pair(num_classes=4, spectral_norm=True)
+        for model in (generator, discriminator):
+            path = os.path.join(self.get_temp_dir(), f"{model.name}.keras")
+            model.save(path)
+            loaded = keras.models.load_model(path)
+            inputs = [tf.random.normal([2] + list(model.inputs[0].shape[1:])), tf.constant([3, 1])]
+            self.assertAllClose(loaded(inputs, training=False), model(inputs, training=False), atol=1e-6)

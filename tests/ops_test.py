@@ -32,6 +32,16 @@ def conv(x, w, b):
     return tf.nn.conv2d(x, w, strides=[1, 2, 2, 1], padding="SAME") + b
 
 
+class ScalePerSampleTest(tu.TestCase):
+    def test_factor_beyond_float16_range_multiplies_in_float32(self):
+        gradient = tf.constant([1e-5, 2e-5], tf.float16)
+        factor = tf.constant([-np.exp(12.0), 1.0], tf.float32)  # exp(12) > float16's max
+        scaled = ops.scale_per_sample(gradient, factor)
+        self.assertEqual(scaled.dtype, tf.float16)
+        self.assertTrue(np.all(np.isfinite(scaled.numpy())))
+        self.assertAllClose(scaled, [-1e-5 * np.exp(12.0), 2e-5], rtol=2e-3)
+
+
 class ScaleGradientTest(tu.TestCase):
     @parameterized.parameters(False, True)
     def test_identity_forward_and_scaled_backward(self, deferred):
@@ -104,6 +114,21 @@ class ParameterGradientScalingTest(tu.TestCase):
             theoretical, numeric = tf.test.compute_gradient(lambda x, w, b: scaled(x, w, b, scaling), args)
         for t, n in zip(theoretical, numeric):
             self.assertAllClose(t, n, rtol=1e-6, atol=1e-6)
+
+    def test_embedding_gradient_scaled_per_sample(self):
+        table = tf.random.normal([5, 3], dtype=tf.float64)
+        ids = tf.constant([1, 4, 1, 0])
+        upstream = tf.random.normal([4, 3], dtype=tf.float64)
+        with ops.ParameterGradientScaling() as scaling:
+            with tf.GradientTape() as tape:
+                tape.watch(table)
+                out = ops.scaled_embedding(ids, table, scaling)
+            scaling.set(tf.constant(SCALE))
+        expected = np.zeros([5, 3])
+        for i, row in enumerate(ids.numpy()):
+            expected[row] += SCALE[i] * upstream[i].numpy()
+        self.assertAllClose(out, tf.gather(table, ids))
+        self.assertAllClose(tape.gradient(out, table, output_gradients=upstream), expected, rtol=1e-12)
 
     def test_unset_factor_is_a_clear_error(self):
         x, w = tf.ones([2, 3]), tf.ones([3, 1])

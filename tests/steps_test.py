@@ -9,7 +9,8 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_fusedprop as fp
-from tf_fusedprop import losses, steps
+from tf_fusedprop import losses, regularizers, steps
+from tf_fusedprop.augment import DiffAugment
 from tests import testing_utils as tu
 
 VALID_PAIRS = [
@@ -19,14 +20,33 @@ VALID_PAIRS = [
 ]
 
 
-def two_tape_simgd(generator, discriminator, real, z, loss):
-    """The reference: D's gradient from D's loss, G's from L_G, both at the same parameters."""
+def two_tape_simgd(generator, discriminator, real, z, loss, real_labels=None, fake_labels=None, augment=None,
+                   regularizers=(), seed=None):
+    """The reference: D's gradient from D's loss (plus penalties), G's from L_G, both at the
+    same parameters, D called once on concat(real, fake[, interpolates])."""
     loss = fp.losses.get(loss)
     n = real.shape[0]
     with tf.GradientTape() as d_tape, tf.GradientTape() as g_tape:
-        y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
-        d_loss = tf.reduce_mean(loss.d_real(y[:n])) + tf.reduce_mean(loss.d_fake(y[n:]))
-        g_loss = tf.reduce_mean(loss.g(y[n:]))
+        fake = generator(z if fake_labels is None else [z, fake_labels], training=True)
+        samples = [real, fake]
+        labels = None if real_labels is None else [real_labels, fake_labels]
+        on_interpolates = [r for r in regularizers if r.rows == "interpolates"]
+        if on_interpolates:
+            eps = tf.random.stateless_uniform([n] + [1] * (len(real.shape) - 1), seed=seed, dtype=real.dtype)
+            samples.append(eps * real + (1 - eps) * tf.stop_gradient(fake))
+            labels = None if labels is None else labels + [real_labels]
+        x = tf.concat(samples, 0)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            seen = x if augment is None else augment(x)
+            y = tf.reshape(discriminator(seen if labels is None else [seen, tf.concat(labels, 0)], training=True), [-1])
+            target = tf.reduce_sum(y[:n]) + tf.reduce_sum(y[2 * n :])
+        input_grads = inner.gradient(target, x) if regularizers else None
+        penalty = 0.0
+        for r in regularizers:
+            penalty += r(input_grads[:n] if r.rows == "real" else input_grads[2 * n :])
+        d_loss = tf.reduce_mean(loss.d_real(y[:n])) + tf.reduce_mean(loss.d_fake(y[n : 2 * n])) + penalty
+        g_loss = tf.reduce_mean(loss.g(y[n : 2 * n]))
     return (
         d_tape.gradient(d_loss, discriminator.trainable_variables),
         g_tape.gradient(g_loss, generator.trainable_variables),
@@ -101,6 +121,96 @@ class SaturationTest(tu.TestCase):
         self.assertGreater(scale, 0.0)
         for a, b in zip(in32, in64):
             self.assertAllClose(a, b, rtol=1e-5, atol=1e-6 * scale)
+
+
+class ConditionalExactnessTest(tu.TestCase):
+    """With class labels (conditional BatchNorm in G, projection D with layers.Embedding) every
+    valid (loss, form) gives the two-pass SimGD gradients."""
+
+    @parameterized.product(pair=VALID_PAIRS, dtype=("float32", "float64"))
+    def test_matches_two_tape_simgd(self, pair, dtype):
+        loss, form = pair
+        generator, discriminator = tu.tiny_conditional_pair(dtype=dtype, spectral_norm=True)
+        real, z, real_labels, fake_labels = tu.tiny_labelled_batch(dtype=dtype)
+        state = tu.StateSnapshot(generator, discriminator)
+        expected = two_tape_simgd(generator, discriminator, real, z, loss, real_labels, fake_labels)
+        state.restore()
+        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, loss, form,
+                                                real_labels=real_labels, fake_labels=fake_labels)
+        diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
+        self.assertLess(diff, 1e-5 if dtype == "float32" else 1e-10, msg=f"{loss}/{form}")
+
+
+PENALTIES = {
+    "r1": (regularizers.R1(2.0),),
+    "gp": (regularizers.GradientPenalty(10.0),),
+    "both": (regularizers.R1(0.5), regularizers.GradientPenalty(1.0)),
+}
+
+
+class PenaltyExactnessTest(tu.TestCase):
+    """R1 and WGAN-GP join D's objective in the same pass: every form equals two-pass SimGD
+    with the same penalty (float64 <= 1e-10), spectral norm on; also traced (float32)."""
+
+    @parameterized.product(pair=VALID_PAIRS, penalty=tuple(PENALTIES))
+    def test_matches_two_tape_simgd_in_float64(self, pair, penalty):
+        loss, form = pair
+        generator, discriminator = tu.tiny_pair(dtype="float64", spectral_norm=True)
+        real, z = tu.tiny_batch(dtype="float64")
+        state = tu.StateSnapshot(generator, discriminator)
+        seed = tf.constant([4, 2], tf.int64)
+        expected = two_tape_simgd(generator, discriminator, real, z, loss, regularizers=PENALTIES[penalty], seed=seed)
+        state.restore()
+        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, loss, form,
+                                                regularizers=PENALTIES[penalty], seed=seed)
+        diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
+        self.assertLess(diff, 1e-10, msg=f"{loss}/{form}/{penalty}")
+
+    @parameterized.parameters("fused", "inverse", "adaptive")
+    def test_traced_in_float32(self, form):
+        generator, discriminator = tu.tiny_pair(spectral_norm=True)
+        real, z = tu.tiny_batch()
+        state = tu.StateSnapshot(generator, discriminator)
+        seed = tf.constant([4, 2], tf.int64)
+        expected = two_tape_simgd(generator, discriminator, real, z, "nonsaturating", regularizers=PENALTIES["both"], seed=seed)
+        state.restore()
+        run = tf.function(lambda: fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", form,
+                                                       regularizers=PENALTIES["both"], seed=seed))
+        d_grads, g_grads = run()
+        diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
+        self.assertLess(diff, 1e-5)
+
+    def test_penalty_changes_d_but_not_g(self):
+        generator, discriminator = tu.tiny_pair(dtype="float64")
+        real, z = tu.tiny_batch(dtype="float64")
+        plain = fp.compute_gradients(generator, discriminator, real, z, "wasserstein", "inverse")
+        penalised = fp.compute_gradients(generator, discriminator, real, z, "wasserstein", "inverse",
+                                         regularizers=PENALTIES["both"], seed=[1, 2])
+        self.assertGreater(tu.max_relative_difference(penalised[0], plain[0]), 1e-3)
+        self.assertLess(tu.max_relative_difference(penalised[1], plain[1]), 1e-12)
+
+
+class AugmentedExactnessTest(tu.TestCase):
+    """DiffAugment keeps D per-sample, so every form stays exact (and conditional too)."""
+
+    @parameterized.product(form=("fused", "inverse", "adaptive"), conditional=(False, True))
+    def test_matches_two_tape_simgd(self, form, conditional):
+        augment = DiffAugment("color,translation,cutout").bind(tf.constant([7, 9], tf.int64))
+        if conditional:
+            generator, discriminator = tu.tiny_conditional_pair(dtype="float64", spectral_norm=True)
+            real, z, real_labels, fake_labels = tu.tiny_labelled_batch(dtype="float64")
+        else:
+            generator, discriminator = tu.tiny_pair(dtype="float64", spectral_norm=True)
+            (real, z), real_labels, fake_labels = tu.tiny_batch(dtype="float64"), None, None
+        state = tu.StateSnapshot(generator, discriminator)
+        expected = two_tape_simgd(generator, discriminator, real, z, "nonsaturating", real_labels, fake_labels, augment,
+                                  PENALTIES["r1"])
+        state.restore()
+        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", form,
+                                                real_labels=real_labels, fake_labels=fake_labels, augment=augment,
+                                                regularizers=PENALTIES["r1"])
+        diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
+        self.assertLess(diff, 1e-10)
 
 
 class FormCheckTest(tu.TestCase):

@@ -14,9 +14,9 @@ __all__ = ["ExponentialMovingAverage"]
 
 def _clone(model):
     clone = keras.models.clone_model(model)
-    if not clone.built:  # a subclassed model rebuilt from its config
-        shapes = list((getattr(model, "_build_shapes_dict", None) or {}).values())
-        clone.build(shapes[0] if len(shapes) == 1 else shapes)
+    if len(clone.weights) != len(model.weights):  # a subclassed model rebuilt from its config
+        shape = list((getattr(model, "_build_shapes_dict", None) or {}).values())[0]
+        clone(tf.zeros([1] + list(shape[1:])))  # creates its weights
     clone.set_weights(model.get_weights())
     return clone
 

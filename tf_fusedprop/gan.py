@@ -146,8 +146,8 @@ class FusedPropGAN(keras.Model):
         self.discriminator = discriminator
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.augment = augment
         self._augment = fp_augment.DiffAugment(augment) if augment else None
+        self.augment = None if self._augment is None else self._augment.policy
         self.r1_gamma, self.gp_weight = float(r1_gamma), float(gp_weight)
         self.reg_every = positive_int("reg_every", reg_every)
         self._regularizers = fp_regularizers.from_config(self.r1_gamma, self.gp_weight)

@@ -128,6 +128,7 @@ def check_discriminator(discriminator, form):
 INDEPENDENCE_TOLERANCE = 1e-4
 
 
+@tf.autograph.experimental.do_not_convert  # eager Python, also when called while tracing
 def sample_coupling(discriminator, x):
     """How much D's outputs for the other samples move when sample 0 of `x` changes.
 
@@ -167,6 +168,7 @@ def sample_coupling(discriminator, x):
 _independent = weakref.WeakKeyDictionary()
 
 
+@tf.autograph.experimental.do_not_convert  # eager Python, also when called while tracing
 def check_sample_independence(discriminator, x, form):
     """Raises ValueError if D's outputs for one sample depend on the other samples of `x`.
 
@@ -177,7 +179,7 @@ def check_sample_independence(discriminator, x, form):
     if form not in SINGLE_PASS_FORMS or _independent.get(discriminator):
         return
     with tf.init_scope():  # eager, also when called while tracing a tf.function
-        coupling = sample_coupling(discriminator, tf.convert_to_tensor(x))
+        coupling = sample_coupling(discriminator, x)
     if coupling > INDEPENDENCE_TOLERANCE:
         raise ValueError(
             f"form={form!r} needs a discriminator that treats samples independently, but "
@@ -189,6 +191,7 @@ def check_sample_independence(discriminator, x, form):
     _independent[discriminator] = True
 
 
+@tf.autograph.experimental.do_not_convert  # eager Python, also when called while tracing
 def probe_batch(generator, latent_shape, dtype=tf.float32, labels=None):
     """A small batch of D inputs for `check_sample_independence`: G's inference-mode output
     on 4 random latents of `latent_shape` (None when that shape is not fully known). For a
@@ -262,9 +265,17 @@ def _generate(generator, z, labels):
 
 
 def _gradient(tape, objective, sources, loss_scale):
-    """`tape.gradient(objective * loss_scale, sources)`: the scale seeds the backward pass."""
+    """`tape.gradient(objective * loss_scale, sources)`: the scale seeds the backward pass.
+
+    Sparse gradients (`IndexedSlices` of embedding lookups) come back dense, so that every
+    gradient can be accumulated, checked and scaled alike.
+    """
     seed = None if loss_scale is None else tf.cast(loss_scale, objective.dtype)
-    return tape.gradient(objective, sources, output_gradients=seed)
+    grads = tape.gradient(objective, sources, output_gradients=seed)
+    return tf.nest.map_structure(
+        lambda g: tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, grads,
+        expand_composites=False,
+    )
 
 
 def _interpolates(real, fake, seed):

@@ -1,0 +1,61 @@
+"""DiffAugment: per-sample, seeded, differentiable transformations of image batches."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from tf_fusedprop.augment import POLICIES, DiffAugment
+from tests import testing_utils as tu
+
+
+def images(n=6, seed=0):
+    return tf.constant(np.random.default_rng(seed).uniform(-1, 1, (n, 8, 8, 3)).astype("float32"))
+
+
+class DiffAugmentTest(tu.TestCase):
+    @parameterized.parameters(*[(p,) for p in POLICIES + ("color,translation,cutout",)])
+    def test_seeded_per_sample_and_differentiable(self, policy):
+        augment, x = DiffAugment(policy), images()
+        out = augment(x, [3, 4])
+        self.assertEqual(out.shape, x.shape)
+        self.assertAllEqual(out, augment(x, [3, 4]))
+        self.assertNotAllClose(out, augment(x, [3, 5]))
+        # per sample: changing sample 0 changes nothing else
+        changed = tf.concat([images(1, seed=9), x[1:]], 0)
+        self.assertAllEqual(augment(changed, [3, 4])[1:], out[1:])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            total = tf.reduce_sum(augment(x, [3, 4]) * tf.random.normal(x.shape))
+        gradient = tape.gradient(total, x)
+        self.assertTrue(np.all(np.isfinite(gradient.numpy())))
+        self.assertGreater(float(tf.reduce_max(tf.abs(gradient))), 0.0)
+
+    def test_translation_shifts_whole_pixels_with_zero_padding(self):
+        x = tf.reshape(tf.range(1.0, 65.0), [1, 8, 8, 1])
+        out = DiffAugment("translation")(x, [0, 5])[0, :, :, 0].numpy()
+        values = set(out.ravel()) - {0.0}
+        self.assertTrue(values <= set(range(1, 65)))
+        rows, cols = np.nonzero(out)
+        shift = out[rows[0], cols[0]] - (8 * rows[0] + cols[0] + 1)  # the same offset everywhere
+        self.assertTrue(np.all(out[rows, cols] - (8 * rows + cols + 1) == shift))
+
+    def test_cutout_zeroes_a_half_size_square(self):
+        out = DiffAugment("cutout")(tf.ones([20, 8, 8, 1]), [1, 1]).numpy()
+        for sample in out[..., 0]:
+            zeros = np.argwhere(sample == 0)
+            height, width = np.ptp(zeros[:, 0]) + 1, np.ptp(zeros[:, 1]) + 1
+            self.assertLessEqual(max(height, width), 4)
+            self.assertEqual(len(zeros), height * width)  # a rectangle (clipped square)
+
+    def test_color_ranges(self):
+        x = tf.zeros([200, 4, 4, 3])
+        shifted = DiffAugment("color")(x, [2, 2]).numpy()
+        self.assertTrue(np.all(np.abs(shifted) <= 0.5 * 1.5 + 1e-6))
+        self.assertGreater(np.std(shifted[:, 0, 0, 0]), 0.1)
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, r"Unknown DiffAugment policy \['flip'\]"):
+            DiffAugment("flip,color")
+        with self.assertRaisesRegex(ValueError, "NHWC images"):
+            DiffAugment("color")(tf.zeros([4, 2]), [1, 2])
+        self.assertEqual(DiffAugment("cutout, color").policy, "color,cutout")

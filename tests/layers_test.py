@@ -78,6 +78,21 @@ class PlainBehaviourTest(tu.TestCase):
         self.assertFalse(layers.supports_parameter_gradient_scaling(keras.layers.Dense(1)))
 
 
+REMAPPER_SCRIPT = """
+import keras, tensorflow as tf
+import tf_fusedprop as fp
+from tf_fusedprop import layers
+from tests import testing_utils as tu
+keras.utils.set_random_seed(0)
+discriminator = keras.Sequential([
+    keras.Input(tu.IMAGE), layers.Conv2D(4, 3, strides=2, padding="same"), {activation}(0.1),
+    layers.Conv2D(4, 3, padding="same"), {activation}(0.1), keras.layers.Flatten(), layers.Dense(1),
+])
+gan = fp.FusedPropGAN(tu.tiny_generator(), discriminator, form="fused", seed=0)
+gan.compile(d_optimizer="adam", g_optimizer="adam")
+tf.function(gan.train_step)(tf.random.uniform((8,) + tu.IMAGE, -1, 1))
+"""
+
 DILATED_SCRIPT = """
 import sys
 import keras, numpy as np, tensorflow as tf
@@ -204,6 +219,30 @@ class EmbeddingTest(tu.TestCase):
         loaded = keras.models.load_model(path)
         self.assertAllClose(loaded(tf.constant([3, 5])), model(tf.constant([3, 5])))
         self.assertAllClose(loaded.layers[0].sn_u, model.layers[0].sn_u)
+
+
+class LeakyReLUTest(tu.TestCase):
+    def test_same_values_and_gradients_as_keras(self):
+        x = tf.constant([[-2.0, -0.0, 0.0, 1e-30, 3.0], [-1e-30, 5.0, -7.0, 2.0, 0.5]])
+        ours, theirs = layers.LeakyReLU(0.2), keras.layers.LeakyReLU(0.2)
+        upstream = tf.random.normal(x.shape)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            a, b = ours(x), theirs(x)
+        self.assertAllEqual(a, b)
+        self.assertAllEqual(tape.gradient(a, x, output_gradients=upstream), tape.gradient(b, x, output_gradients=upstream))
+        with self.assertRaisesRegex(ValueError, "negative_slope > 0"):
+            layers.LeakyReLU(0.0)
+
+    def test_grappler_remapper_does_not_fail_on_the_training_graph(self):
+        # keras.layers.LeakyReLU after a conv makes Grappler's remapper fail (and drop all its
+        # fusions) on a training graph: TF logs "remapper failed ... LeakyReluGrad". Run a
+        # fused step in a fresh process and read TF's log.
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_ENABLE_ONEDNN_OPTS": "1"}
+        result = subprocess.run([sys.executable, "-c", REMAPPER_SCRIPT.format(activation="layers.LeakyReLU")],
+                                capture_output=True, text=True, cwd=ROOT, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertNotIn("remapper failed", result.stderr)
 
 
 class SerializationTest(tu.TestCase):

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tf_fusedprop import ops
 
-__all__ = ["Conv2D", "Dense", "Embedding", "supports_parameter_gradient_scaling"]
+__all__ = ["Conv2D", "Dense", "Embedding", "LeakyReLU", "supports_parameter_gradient_scaling"]
 
 
 def supports_parameter_gradient_scaling(layer):
@@ -175,3 +175,42 @@ class Embedding(_FusedPropLayer, keras.layers.Embedding):
         if scaling is not None:
             return ops.scaled_embedding(inputs, table, scaling)
         return tf.gather(table, tf.cast(inputs, "int32"))
+
+
+def _leaky_relu(x, negative_slope):
+    @tf.custom_gradient
+    def forward(value):
+        y = tf.nn.leaky_relu(value, negative_slope)
+
+        def grad(upstream):
+            # With a positive slope, y > 0 exactly where x > 0: the mask can come from y.
+            return tf.raw_ops.LeakyReluGrad(gradients=upstream, features=y, alpha=negative_slope)
+
+        return y, grad
+
+    return forward(x)
+
+
+@keras.saving.register_keras_serializable(package="tf_fusedprop")
+class LeakyReLU(keras.layers.LeakyReLU):
+    """`keras.layers.LeakyReLU` whose gradient reads the layer's output instead of its input.
+
+    Same values and gradients (for a positive slope the output is positive exactly where the
+    input is). Why: TensorFlow's own LeakyRelu gradient reads the input, i.e. the BiasAdd
+    before it, and Grappler's remapper then fails to fuse Conv2D/MatMul + BiasAdd + LeakyRelu
+    for oneDNN ("remapper failed: ... Mutation::Apply error: fanout ... LeakyReluGrad ...
+    missing node ... BiasAdd"), which discards every remapper fusion of the training graph.
+    Reading the output (as ReLU's gradient does) keeps the pattern fusable.
+
+    Args:
+      negative_slope: the slope for negative inputs; must be > 0 (0.2 for DCGAN, 0.1 for SNGAN).
+      **kwargs: layer options.
+    """
+
+    def __init__(self, negative_slope=0.3, **kwargs):
+        super().__init__(negative_slope=negative_slope, **kwargs)
+        if not negative_slope > 0:
+            raise ValueError(f"tf_fusedprop.layers.LeakyReLU needs negative_slope > 0. Received: negative_slope={negative_slope}")
+
+    def call(self, inputs):
+        return _leaky_relu(inputs, self.negative_slope)

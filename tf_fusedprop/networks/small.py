@@ -75,7 +75,7 @@ def digits_discriminator(image_size=16, channels=1, width=32, spectral_norm=True
     labels = None if num_classes is None else labels_input()
     for filters in (width, 2 * width):
         x = fp_layers.Conv2D(filters, 4, strides=2, padding="same", spectral_norm=spectral_norm, dtype=dtype)(x)
-        x = keras.layers.LeakyReLU(0.2, dtype=dtype)(x)
+        x = fp_layers.LeakyReLU(0.2, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)
     x = output_logits(x, labels, num_classes, spectral_norm, dtype)
     return keras.Model(inputs if labels is None else [inputs, labels], x, name="discriminator")
@@ -126,6 +126,6 @@ def mlp_discriminator(input_dim=2, units=128, hidden_layers=3, spectral_norm=Fal
     x = inputs = keras.Input((input_dim,), dtype=variable_dtype(dtype), name="samples")
     for _ in range(hidden_layers):
         x = fp_layers.Dense(units, spectral_norm=spectral_norm, dtype=dtype)(x)
-        x = keras.layers.LeakyReLU(0.2, dtype=dtype)(x)
+        x = fp_layers.LeakyReLU(0.2, dtype=dtype)(x)
     x = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=variable_dtype(dtype))(x)
     return keras.Model(inputs, x, name="discriminator")

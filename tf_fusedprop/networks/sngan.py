@@ -81,7 +81,7 @@ def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dty
             multiplier * width, kernel_size, strides=strides, padding="same",
             spectral_norm=spectral_norm, dtype=dtype,
         )(x)
-        x = keras.layers.LeakyReLU(0.1, dtype=dtype)(x)
+        x = fp_layers.LeakyReLU(0.1, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)
     x = output_logits(x, labels, num_classes, spectral_norm, dtype)
     return keras.Model(inputs if labels is None else [inputs, labels], x, name="discriminator")

@@ -25,9 +25,13 @@ def get_base_config():
     | eval_every | epochs between evaluations (the last epoch is always evaluated) |
     | grid_samples | samples in each grid image (points of the scatter plot for 2-D data) |
     | cache_dir | where classifier, reference statistics go; None: `<workdir>/cache` |
-    | mixed_precision | "off" or "mixed_bfloat16" |
+    | mixed_precision | "auto" (from the hardware: `tf_fusedprop.precision`), "float32" (or "off"), "mixed_bfloat16", "mixed_float16" |
     | jit_compile | compile the train step with XLA |
     | steps_per_execution | train steps per call of the compiled train function |
+    | num_classes | None, or the dataset's classes for a class-conditional GAN |
+    | ema_decay, ema_start | None (off) or the decay of the generator's EMA (e.g. 0.999); G updates before it starts |
+    | augment | DiffAugment policies, e.g. "translation,cutout,color"; "" for none |
+    | r1_gamma, gp_weight, reg_every | R1 and WGAN-GP penalty weights (0: off); D updates between penalties (lazy) |
     """
     config = config_dict.ConfigDict()
     config.name = "base"
@@ -52,9 +56,16 @@ def get_base_config():
     config.eval_every = 1
     config.grid_samples = 100
     config.cache_dir = config_dict.placeholder(str)
-    config.mixed_precision = "off"
+    config.mixed_precision = "auto"
     config.jit_compile = False
     config.steps_per_execution = 1
+    config.num_classes = config_dict.placeholder(int)
+    config.ema_decay = config_dict.placeholder(float)
+    config.ema_start = 0
+    config.augment = ""
+    config.r1_gamma = 0.0
+    config.gp_weight = 0.0
+    config.reg_every = 1
     return config
 
 

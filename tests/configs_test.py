@@ -8,15 +8,17 @@ from tests import testing_utils as tu
 from tf_fusedprop.experiment.config import validate
 
 # configs/cifar10_cnn_ns.py as it was before the three CIFAR-10 files shared
-# base.get_cifar10_config (commit 535e3db), and what the others and the variants change.
+# base.get_cifar10_config (commit 535e3db), and what the others and the variants change;
+# since then the base gained the feature fields (off by default) and precision "auto".
 CNN_NS = {
     "batch_size": 64, "beta1": 0.5, "beta2": 0.999, "cache_dir": None, "d_lr": 0.0002, "data_dir": None,
     "dataset": "cifar10", "discriminator": {"spectral_norm": True, "width": 64}, "eval_every": 1,
     "eval_real_samples": 50000, "eval_samples": 10000, "form": "alternating", "g_lr": 0.0002,
     "generator": {"width": 512}, "grid_samples": 64, "inception_path": None, "iter_size": 1,
-    "jit_compile": False, "latent_dim": 128, "loss": "nonsaturating", "mixed_precision": "off", "n_dis": 1,
+    "jit_compile": False, "latent_dim": 128, "loss": "nonsaturating", "mixed_precision": "auto", "n_dis": 1,
     "name": "cifar10_cnn_ns", "network": "sngan_cnn", "seed": 0, "steps": 100000, "steps_per_epoch": 5000,
-    "steps_per_execution": 1,
+    "steps_per_execution": 1, "num_classes": None, "ema_decay": None, "ema_start": 0, "augment": "",
+    "r1_gamma": 0.0, "gp_weight": 0.0, "reg_every": 1,
 }
 CNN_HINGE = {**CNN_NS, "name": "cifar10_cnn_hinge", "loss": "hinge"}
 RESNET_NS = {

@@ -119,12 +119,22 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
-from configs import cifar10_cnn_hinge, cifar10_cnn_ns, cifar10_resnet_ns, digits, grid25, ring8  # noqa: E402
+from configs import (  # noqa: E402
+    cifar10_cnn_hinge,
+    cifar10_cnn_ns,
+    cifar10_resnet_ns,
+    cifar10_resnet_projection,
+    digits,
+    digits_conditional,
+    grid25,
+    ring8,
+)
 
 #: Every shipped config file in configs/, by name.
 CONFIG_MODULES = {
     module.__name__.split(".")[-1]: module
-    for module in (digits, ring8, grid25, cifar10_cnn_ns, cifar10_cnn_hinge, cifar10_resnet_ns)
+    for module in (digits, digits_conditional, ring8, grid25, cifar10_cnn_ns, cifar10_cnn_hinge, cifar10_resnet_ns,
+                   cifar10_resnet_projection)
 }
 
 

@@ -58,7 +58,7 @@ def _read_json(path):
 
 class BadInputTest(tu.TestCase):
     @parameterized.parameters(
-        (["--config.nonexistent=1"], r"unknown config key 'nonexistent' \(received --config.nonexistent=1\); valid keys here: batch_size"),
+        (["--config.nonexistent=1"], r"unknown config key 'nonexistent' \(received --config.nonexistent=1\); valid keys here: augment, batch_size"),
         (["--config.generator.depth=2"], r"unknown config key 'generator.depth' .*; valid keys here: width\."),
         (["--config.steps=abc"], r"bad value for config.steps: .*'abc'.*expected a value of type int"),
         (["--config=configs/nofile.py"], r"cannot load the config file .*nofile.py.*with one of: cifar10_cnn_hinge.py"),

@@ -106,6 +106,17 @@ class DigitsTest(tu.TestCase):
     def test_same_seed_same_stream_other_seed_differs(self):
         _assert_seeded(self, functools.partial(data.digits, 16), 3, seed=3)
 
+    def test_labelled_batches(self):
+        images, labels = next(iter(data.digits(32, image_size=8, seed=1, labels=True)))
+        self.assertEqual((images.shape, labels.shape, labels.dtype), ((32, 8, 8, 1), (32,), tf.int32))
+        by_image = {tuple(np.round(x.ravel(), 4)): y for x, y in zip(data.digits_array(8), data.digits_labels())}
+        for x, y in zip(images.numpy(), labels.numpy()):
+            self.assertEqual(by_image[tuple(np.round(x.ravel(), 4))], y)  # each image keeps its label
+        with tfds.testing.mock_data(num_examples=16):
+            images, labels = next(iter(data.cifar10(8, labels=True)))
+        self.assertEqual((images.shape, labels.dtype), ((8, 32, 32, 3), tf.int32))
+        self.assertTrue(np.all((labels.numpy() >= 0) & (labels.numpy() < 10)))
+
     def test_invalid_image_size(self):
         with self.assertRaisesRegex(ValueError, "Received: image_size=0"):
             data.digits_array(0)

@@ -33,6 +33,29 @@ class ImageEvaluatorTest(tu.TestCase):
         )
 
 
+class ConditionalEvaluatorTest(tu.TestCase):
+    def test_labels_reach_the_generator_and_class_accuracy_is_measured(self):
+        class Classifier:  # "classifies" an image as the class written in its first pixel
+            def features(self, images):
+                return np.asarray(images).reshape(len(images), -1)
+
+            def logits(self, images):
+                return np.eye(3)[np.asarray(images)[:, 0].astype(int)]
+
+        labels = evaluators.class_labels(30, 3)
+        self.assertAllEqual(np.bincount(labels), [10, 10, 10])
+        # the generator writes the requested class, except for class 2 which it draws as 0
+        generator = lambda inputs, training: np.stack([np.where(inputs[1] == 2, 0, inputs[1]), inputs[0][:, 0]], 1)
+        latents = np.random.default_rng(0).normal(size=(30, 2)).astype(np.float32)
+        evaluator = evaluators.ImageEvaluator(Classifier(), (np.zeros(2), np.eye(2)), latents, "toy", labels=labels,
+                                              class_accuracy=True)
+        values = evaluator(generator)
+        self.assertAllClose(values["class_accuracy"], 2 / 3)
+        self.assertIn("class accuracy: 66.7%", evaluator.describe(values))
+        no_accuracy = evaluators.ImageEvaluator(Classifier(), (np.zeros(2), np.eye(2)), latents, "toy", labels=labels)
+        self.assertNotIn("class_accuracy", no_accuracy(generator))
+
+
 class MixtureEvaluatorTest(tu.TestCase):
     def test_exact_and_collapsed_generators(self):
         centers, std = data.mixture_spec("ring8")

@@ -6,6 +6,7 @@ import json
 import os
 from unittest import mock
 
+import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -55,6 +56,8 @@ class TrainTest(tu.TestCase):
         ("cifar10_cnn_ns", "", "alternating"),
         ("cifar10_cnn_hinge", "inverse", "inverse"),
         ("cifar10_resnet_ns", "fused", "fused"),
+        ("digits_conditional", "", "fused"),
+        ("cifar10_resnet_projection", "inverse", "inverse"),
     )
     def test_a_few_steps_of_every_config(self, name, variant, form):
         directory = self.get_temp_dir()
@@ -76,11 +79,44 @@ class TrainTest(tu.TestCase):
         self.assertTrue(os.path.exists(os.path.join(run, "generator", "saved_model.pb")))
         self.assertNotEmpty(os.listdir(os.path.join(run, "logs")))
         image_data = config.dataset in ("digits", "cifar10")
-        self.assertEqual(set(summary["metrics"]), {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"})
+        expected = {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"}
+        if config.num_classes and config.dataset == "digits":
+            expected.add("class_accuracy")  # under the digits classifier, which knows the classes
+        self.assertEqual(set(summary["metrics"]), expected)
         self.assertEqual(summary["final_metric"]["value"], summary["metrics"][summary["final_metric"]["name"]])
         self.assertIn("FID (" if image_data else "modes covered: ", printed)
         if cifar10:
             self.assertNotEmpty([f for f in os.listdir(self.cache_dir) if f.startswith("cifar10_train16_inception")])
+
+    def test_conditional_grid_has_a_class_per_row(self):
+        config = tu.tiny_config("digits_conditional", cache_dir=self.cache_dir)
+        config.grid_samples, config.eval_samples = 30, 0  # 10 classes x 3 columns
+        summary, printed = quiet_train(config, self.get_temp_dir())
+        grid = tf.io.decode_png(tf.io.read_file(summary["samples"])).numpy()
+        # 16 px images, 1 px padding, then enlarged twice (image_grid's min_cell 32)
+        self.assertEqual(grid.shape[:2], ((10 * 17 + 1) * 2, (3 * 17 + 1) * 2))
+
+    def test_features_precision_and_ema_export(self):
+        config = tu.tiny_config("digits", cache_dir=self.cache_dir)
+        config.update(ema_decay=0.9, augment="translation,color", r1_gamma=0.1, reg_every=2, mixed_precision="float32")
+        directory = self.get_temp_dir()
+        summary, printed = quiet_train(config, directory)
+        self.assertEqual(summary["precision"], {"policy": "float32", "reason": "set explicitly"})
+        self.assertIn("precision: float32 (set explicitly)", printed)
+        self.assertEqual(read_json(os.path.join(directory, "generator", "fusedprop_export.json"))["weights"], "ema")
+        config.mixed_precision = "auto"
+        gan = train_lib.build_gan(config)
+        self.assertEqual(gan.ema_decay, 0.9)
+        self.assertEqual((gan.augment, gan.r1_gamma, gan.reg_every), ("color,translation", 0.1, 2))
+
+    def test_mixed_float16_wraps_both_optimizers_in_loss_scaling(self):
+        config = tu.tiny_config("ring8")
+        config.mixed_precision = "mixed_float16"
+        summary, _ = quiet_train(config, self.get_temp_dir())
+        self.assertEqual(summary["steps"], 2)
+        gan = train_lib.build_gan(config)
+        self.assertIsInstance(gan.d_optimizer, keras.optimizers.LossScaleOptimizer)
+        self.assertIsInstance(gan.g_optimizer, keras.optimizers.LossScaleOptimizer)
 
     def test_mixed_bfloat16(self):
         config = tu.tiny_config("ring8")

@@ -26,8 +26,9 @@ def _global_step(model):
 
 
 class SampleGrid(keras.callbacks.Callback):
-    """After every epoch, renders G's samples of fixed latents to `directory/epoch_XXXX.png`
-    (epochs numbered from 1) and, with a `writer`, to TensorBoard as image "samples".
+    """After every epoch, renders the model's samples of fixed latents to
+    `directory/epoch_XXXX.png` (epochs numbered from 1) and, with a `writer`, to TensorBoard as
+    image "samples". It samples `model.sampling_generator` (the EMA generator when on).
 
     Args:
       latents: the fixed latents, array `[n, latent_dim]`.
@@ -35,14 +36,16 @@ class SampleGrid(keras.callbacks.Callback):
       render: maps float32 samples `[n, ...]` to a uint8 `[height, width, channels]` image,
         e.g. `images.image_grid` or an `images.scatter_plot` partial.
       writer: an optional `tf.summary` writer.
+      labels: for a conditional G, the class of each latent (`[n]`), or None.
 
     Attributes:
       last_path: the path of the last PNG written, or None.
     """
 
-    def __init__(self, latents, directory, render=images.image_grid, writer=None):
+    def __init__(self, latents, directory, render=images.image_grid, writer=None, labels=None):
         super().__init__()
         self.latents = np.asarray(latents, dtype=np.float32)
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.int32)
         self.directory = directory
         self.render = render
         self.writer = writer
@@ -53,7 +56,8 @@ class SampleGrid(keras.callbacks.Callback):
         return os.path.join(self.directory, f"epoch_{epoch + 1:04d}.png")
 
     def on_epoch_end(self, epoch, logs=None):
-        samples = np.asarray(self.model.generator(self.latents, training=False), dtype=np.float32)
+        inputs = self.latents if self.labels is None else [self.latents, self.labels]
+        samples = np.asarray(self.model.sampling_generator(inputs, training=False), dtype=np.float32)
         image = self.render(samples)
         os.makedirs(self.directory, exist_ok=True)
         self.last_path = self.path(epoch)
@@ -65,7 +69,8 @@ class SampleGrid(keras.callbacks.Callback):
 
 
 class Evaluation(keras.callbacks.Callback):
-    """Evaluates G every `every` epochs and after the last epoch; adds the metrics to the logs.
+    """Evaluates the model's `sampling_generator` (G, or its EMA) every `every` epochs and after
+    the last epoch; adds the metrics to the logs.
 
     Args:
       evaluate: maps the generator (a Keras model) to a dict of float metrics.
@@ -85,7 +90,7 @@ class Evaluation(keras.callbacks.Callback):
         last_epoch = self.params.get("epochs")
         if (epoch + 1) % self.every and epoch + 1 != last_epoch:
             return
-        self.last = dict(self.evaluate(self.model.generator))
+        self.last = dict(self.evaluate(self.model.sampling_generator))
         if logs is not None:
             logs.update(self.last)
 

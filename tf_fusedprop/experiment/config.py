@@ -12,8 +12,10 @@ import inspect
 import json
 import math
 
+from tf_fusedprop import augment as fp_augment
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import networks as fp_networks
+from tf_fusedprop import precision as fp_precision
 from tf_fusedprop import steps as fp_steps
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.experiment import datasets
@@ -29,8 +31,8 @@ __all__ = [
     "validate",
 ]
 
-#: Accepted values of `config.mixed_precision`.
-MIXED_PRECISION = ("off", "mixed_bfloat16")
+#: Accepted values of `config.mixed_precision` ("auto": from the hardware, `precision.choose`).
+MIXED_PRECISION = fp_precision.POLICIES + ("off",)
 
 
 class ConfigError(ValueError):
@@ -120,6 +122,40 @@ def _mixed_precision(key, value):
     )
 
 
+def _optional_positive_int(key, value):
+    if value is not None:
+        _positive_int(key, value)
+
+
+def _non_negative_int(key, value):
+    _check(_is_int(value) and value >= 0, f"config.{key} must be an integer >= 0; received {key}={value!r}.")
+
+
+def _non_negative_number(key, value):
+    _check(
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0,
+        f"config.{key} must be a number >= 0 (0: off); received {key}={value!r}.",
+    )
+
+
+def _ema_decay(key, value):
+    _check(
+        value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1),
+        f"config.{key} must be None (off) or in [0, 1), e.g. 0.999; received {key}={value!r}.",
+    )
+
+
+def _augment(key, value):
+    if value:
+        try:
+            fp_augment.DiffAugment(value)
+        except (ValueError, AttributeError):
+            raise ConfigError(
+                f"config.{key} must be empty (off) or DiffAugment policies separated by commas, from "
+                f"{', '.join(fp_augment.POLICIES)}; received {key}={value!r}."
+            ) from None
+
+
 def _bool(key, value):
     _check(isinstance(value, bool), f"config.{key} must be True or False; received {value!r}.")
 
@@ -162,6 +198,13 @@ FIELDS = {
     "mixed_precision": _mixed_precision,
     "jit_compile": _bool,
     "steps_per_execution": _positive_int,
+    "num_classes": _optional_positive_int,
+    "ema_decay": _ema_decay,
+    "ema_start": _non_negative_int,
+    "augment": _augment,
+    "r1_gamma": _non_negative_number,
+    "gp_weight": _non_negative_number,
+    "reg_every": _positive_int,
 }
 
 #: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.
@@ -186,6 +229,25 @@ def _network_fits_dataset(config):
         f"network {config.network!r} does not fit dataset {config.dataset!r}: use "
         f"{'an image network (' + ', '.join(fitting) + ')' if image else 'network ' + ', '.join(fitting)} "
         f"(received network={config.network!r}, dataset={config.dataset!r}).",
+    )
+
+
+def _classes_fit_dataset(config):
+    if config.num_classes is None:
+        return
+    classes = datasets.get(config.dataset).classes
+    _check(
+        classes is not None and config.num_classes == classes,
+        f"config.num_classes (a conditional GAN) must be the classes of dataset {config.dataset!r}"
+        f"{f' ({classes})' if classes else ', which has no labels'}; received num_classes={config.num_classes}.",
+    )
+
+
+def _augment_needs_images(config):
+    _check(
+        not config.augment or datasets.get(config.dataset).image,
+        f"config.augment (DiffAugment) transforms images; dataset {config.dataset!r} has none "
+        f"(received augment={config.augment!r}); set --config.augment=''.",
     )
 
 
@@ -236,7 +298,7 @@ def _builder_arguments(config):
     that the data and config do not set already."""
     builders = fp_networks.get(config.network)
     from_data = datasets.network_inputs(config)
-    from_config = ({"latent_dim", "dtype"}, {"dtype"})
+    from_config = ({"latent_dim", "dtype", "num_classes"}, {"dtype", "num_classes"})
     for role, builder, fixed, extra in zip(("generator", "discriminator"), builders, from_data, from_config):
         parameters = set(inspect.signature(builder).parameters)
         reserved = set(fixed) | extra
@@ -257,6 +319,8 @@ def _builder_arguments(config):
 #: Checks of fields against each other, in order.
 RELATIONS = (
     _network_fits_dataset,
+    _classes_fit_dataset,
+    _augment_needs_images,
     _loss_supports_form,
     _n_dis_alternating_only,
     _batch_splits_into_micro_batches,

@@ -32,6 +32,7 @@ __all__ = [
     "cifar10",
     "digits",
     "digits_array",
+    "digits_labels",
     "gaussian_mixture",
     "get",
     "grid25",
@@ -68,11 +69,12 @@ def _finish(ds, batch_size, seed, repeat, shuffle_buffer):
 # --------------------------------------------------------------------------------------------
 
 
-def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=False):
+def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=False, labels=False):
     """CIFAR-10 images from TensorFlow Datasets, scaled to [-1, 1].
 
     Source: `tfds.load("cifar10")` (Krizhevsky 2009; 50,000 train / 10,000 test images,
-    32x32 RGB, uint8). Labels are dropped. Each uint8 value `v` becomes `v / 127.5 - 1`.
+    32x32 RGB, uint8, 10 classes). Labels are dropped unless `labels=True`. Each uint8 value
+    `v` becomes `v / 127.5 - 1`.
 
     The data must already be prepared in `data_dir`: by default nothing is downloaded (the
     training machines have no internet). Prepare it elsewhere with
@@ -87,9 +89,11 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
       seed: seed of the file order and of the shuffle buffer.
       repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
       download: let TFDS download and prepare the data if missing (needs internet).
+      labels: yield `(images, labels)` pairs (int32 class labels `[batch_size]`).
 
     Returns:
-      A dataset of float32 tensors of shape `[batch_size, 32, 32, 3]` in [-1, 1].
+      A dataset of float32 tensors of shape `[batch_size, 32, 32, 3]` in [-1, 1] (paired with
+      their labels when `labels=True`).
 
     Raises:
       DatasetUnavailableError: the prepared data is not found (or the download failed).
@@ -116,7 +120,8 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
         raise _cifar10_unavailable(data_dir, err, tfds) from err
 
     def to_float(example):
-        return tf.cast(example["image"], tf.float32) / 127.5 - 1.0
+        image = tf.cast(example["image"], tf.float32) / 127.5 - 1.0
+        return (image, tf.cast(example["label"], tf.int32)) if labels else image
 
     ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
@@ -159,7 +164,14 @@ def digits_array(image_size=16):
     return np.clip(images, -1.0, 1.0).astype(np.float32)
 
 
-def digits(batch_size, image_size=16, seed=0, repeat=True):
+def digits_labels():
+    """The class (0-9) of each image of `digits_array`, an int32 array `[1797]`."""
+    from sklearn.datasets import load_digits  # Lazy, as in digits_array.
+
+    return load_digits().target.astype(np.int32)
+
+
+def digits(batch_size, image_size=16, seed=0, repeat=True, labels=False):
     """scikit-learn's handwritten digits as a batched pipeline (see `digits_array`).
 
     The whole set (1,797 images) is shuffled with a full buffer; one pass (`repeat=False`)
@@ -170,13 +182,15 @@ def digits(batch_size, image_size=16, seed=0, repeat=True):
       image_size: positive int, the output height and width.
       seed: seed of the shuffle.
       repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
+      labels: yield `(images, labels)` pairs (int32 digits `[batch_size]`).
 
     Returns:
-      A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1].
+      A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1]
+      (paired with their labels when `labels=True`).
     """
     batch_size = positive_int("batch_size", batch_size)
     images = digits_array(image_size)
-    ds = tf.data.Dataset.from_tensor_slices(images)
+    ds = tf.data.Dataset.from_tensor_slices((images, digits_labels()) if labels else images)
     return _finish(ds, batch_size, seed, repeat, len(images))
 
 

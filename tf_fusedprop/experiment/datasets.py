@@ -3,11 +3,13 @@
 A spec says all that `config` and `train_lib` need to know about a dataset, so that no other
 module branches on dataset names:
 
-| dataset | sample | networks | extra config fields | evaluator | sample grid |
-|---|---|---|---|---|---|
-| digits | `[s, s, 1]` | image | `image_size` | FID/IS under `features.DigitsClassifier` | image grid |
-| cifar10 | `[32, 32, 3]` | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`) | image grid |
-| ring8, grid25 | `[2]` | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
+| dataset | sample | classes | networks | extra config fields | evaluator | sample grid |
+|---|---|---|---|---|---|---|
+| digits | `[s, s, 1]` | 10 | image | `image_size` | FID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
+| cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`) | image grid (conditional: a class per row) |
+| ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
+
+With `config.num_classes` set (a conditional GAN) the pipelines yield `(samples, labels)`.
 
 The networks' side is `NETWORK_INPUTS`: per network name (`tf_fusedprop.networks.names()`),
 whether it takes images, and which builder arguments the sample shape fixes;
@@ -29,7 +31,7 @@ from tf_fusedprop.experiment import evaluators
 from tf_fusedprop.experiment import features
 from tf_fusedprop.experiment import images
 
-__all__ = ["NETWORK_INPUTS", "DatasetSpec", "NetworkInputs", "get", "names", "network_inputs"]
+__all__ = ["NETWORK_INPUTS", "DatasetSpec", "NetworkInputs", "get", "grid_inputs", "names", "network_inputs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,8 @@ class DatasetSpec:
         Inception path fails fast); `make(cache_dir, log)` is called once the workdir exists
         and returns the evaluator (`evaluators`) or None.
       render: `config -> render`, the sample-grid renderer of `callbacks.SampleGrid`.
+      classes: the number of classes of its labels (a conditional GAN's `num_classes`), or
+        None for unlabelled data.
     """
 
     name: str
@@ -55,14 +59,36 @@ class DatasetSpec:
     pipeline: Callable
     evaluator: Callable
     render: Callable
+    classes: int = None
 
 
 def _evaluation_latents(config):
     return evaluators.latents(config.seed, evaluators.EVALUATION, config.eval_samples, config.latent_dim)
 
 
+def _evaluation_labels(config):
+    """Balanced class labels for a conditional G's evaluation samples, else None."""
+    return None if config.num_classes is None else evaluators.class_labels(config.eval_samples, config.num_classes)
+
+
+def grid_inputs(config):
+    """`(latents, labels)` of the run's sample grid; for a conditional GAN one class per row
+    (`grid_samples // num_classes` columns, at least one), else labels None."""
+    if config.num_classes is None:
+        return evaluators.latents(config.seed, evaluators.GRID, config.grid_samples, config.latent_dim), None
+    columns = max(1, config.grid_samples // config.num_classes)
+    latents = evaluators.latents(config.seed, evaluators.GRID, columns * config.num_classes, config.latent_dim)
+    return latents, np.repeat(np.arange(config.num_classes, dtype=np.int32), columns)
+
+
 def _image_grid(config):
-    return images.image_grid
+    if config.num_classes is None:
+        return images.image_grid
+    return functools.partial(images.image_grid, columns=max(1, config.grid_samples // config.num_classes))
+
+
+def _labelled(config):
+    return config.num_classes is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,7 +105,8 @@ def _digits_evaluator(config):
         reference = features.reference_statistics(
             classifier, None if os.path.exists(cache) else data.digits_array(config.image_size), cache
         )
-        return evaluators.ImageEvaluator(classifier, reference, _evaluation_latents(config), "digits classifier")
+        return evaluators.ImageEvaluator(classifier, reference, _evaluation_latents(config), "digits classifier",
+                                         labels=_evaluation_labels(config), class_accuracy=True)
 
     return make
 
@@ -89,9 +116,11 @@ DIGITS = DatasetSpec(
     fields=("image_size",),
     image=True,
     sample_shape=lambda config: (config.image_size, config.image_size, 1),
-    pipeline=lambda config, seed: data.digits(config.batch_size, image_size=config.image_size, seed=seed),
+    pipeline=lambda config, seed: data.digits(config.batch_size, image_size=config.image_size, seed=seed,
+                                              labels=_labelled(config)),
     evaluator=_digits_evaluator,
     render=_image_grid,
+    classes=10,
 )
 
 
@@ -128,7 +157,8 @@ def _cifar10_evaluator(config):
         cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
         real = None if os.path.exists(cache) else _cifar10_images(config, config.eval_real_samples)
         reference = features.reference_statistics(inception, real, cache, batch_size=100)
-        return evaluators.ImageEvaluator(inception, reference, _evaluation_latents(config), "Inception")
+        return evaluators.ImageEvaluator(inception, reference, _evaluation_latents(config), "Inception",
+                                         labels=_evaluation_labels(config))
 
     return make
 
@@ -138,9 +168,11 @@ CIFAR10 = DatasetSpec(
     fields=("data_dir", "inception_path", "eval_real_samples"),
     image=True,
     sample_shape=lambda config: (32, 32, 3),
-    pipeline=lambda config, seed: data.cifar10(config.batch_size, data_dir=config.data_dir, seed=seed),
+    pipeline=lambda config, seed: data.cifar10(config.batch_size, data_dir=config.data_dir, seed=seed,
+                                               labels=_labelled(config)),
     evaluator=_cifar10_evaluator,
     render=_image_grid,
+    classes=10,
 )
 
 

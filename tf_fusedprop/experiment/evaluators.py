@@ -10,7 +10,7 @@ import numpy as np
 
 from tf_fusedprop.experiment import metrics
 
-__all__ = ["EVALUATION", "GRID", "ImageEvaluator", "MixtureEvaluator", "generate", "latents"]
+__all__ = ["EVALUATION", "GRID", "ImageEvaluator", "MixtureEvaluator", "class_labels", "generate", "latents"]
 
 #: The purposes of a run's fixed latents (`latents`): the sample grid and the evaluation.
 GRID, EVALUATION = 1, 2
@@ -21,44 +21,63 @@ def latents(seed, purpose, n, latent_dim):
     return np.random.default_rng([seed, purpose]).standard_normal((n, latent_dim)).astype(np.float32)
 
 
-def generate(generator, latents, batch_size=500):
-    """G's samples of `latents` (inference mode), as one float32 numpy array."""
-    return np.concatenate(
-        [
-            np.asarray(generator(latents[i : i + batch_size], training=False), dtype=np.float32)
-            for i in range(0, len(latents), batch_size)
-        ]
-    )
+def generate(generator, latents, labels=None, batch_size=500):
+    """G's samples of `latents` (and class `labels`, for a conditional G; inference mode), as
+    one float32 numpy array."""
+    batches = []
+    for i in range(0, len(latents), batch_size):
+        inputs = latents[i : i + batch_size]
+        if labels is not None:
+            inputs = [inputs, labels[i : i + batch_size]]
+        batches.append(np.asarray(generator(inputs, training=False), dtype=np.float32))
+    return np.concatenate(batches)
+
+
+def class_labels(n, num_classes):
+    """`n` class labels cycling through all classes (balanced), int32, for fixed conditional inputs."""
+    return (np.arange(n) % num_classes).astype(np.int32)
 
 
 class ImageEvaluator:
     """FID (and IS, or the classifier score) of generated images under a feature extractor.
+
+    For a conditional G, `labels` are the classes generated with the latents; when the
+    extractor is a classifier of those classes (`class_accuracy=True`, e.g. the digits
+    classifier) the share of samples it classifies as their requested class is reported as
+    `class_accuracy`.
 
     Args:
       extractor: an object with `features(images)` and `logits(images)` (`features` module).
       reference: `(mu, sigma)` of the real images' features.
       latents: the fixed latents, `[n, latent_dim]`.
       label: the extractor's name in `describe`.
+      labels: the fixed class labels `[n]` of a conditional G, or None.
+      class_accuracy: report `class_accuracy` (needs `labels`).
     """
 
     primary = "fid"
 
-    def __init__(self, extractor, reference, latents, label):
+    def __init__(self, extractor, reference, latents, label, labels=None, class_accuracy=False):
         self.extractor, self.reference, self.latents, self.label = extractor, reference, latents, label
+        self.labels, self.class_accuracy = labels, class_accuracy and labels is not None
 
     def __call__(self, generator):
-        images = generate(generator, self.latents)
+        images = generate(generator, self.latents, self.labels)
         mu, sigma = metrics.activation_statistics(self.extractor.features(images))
         logits = self.extractor.logits(images)
-        return {
+        values = {
             "fid": metrics.frechet_distance(mu, sigma, *self.reference),
             "inception_score": metrics.inception_score(logits, splits=min(10, len(logits)))[0],
         }
+        if self.class_accuracy:
+            values["class_accuracy"] = float(np.mean(np.argmax(logits, axis=1) == self.labels))
+        return values
 
     def describe(self, values):
+        accuracy = f", class accuracy: {100 * values['class_accuracy']:.1f}%" if "class_accuracy" in values else ""
         return (
             f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}, "
-            f"inception score: {values['inception_score']:.2f}"
+            f"inception score: {values['inception_score']:.2f}{accuracy}"
         )
 
 

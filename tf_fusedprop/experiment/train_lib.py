@@ -29,7 +29,6 @@ high-quality samples (`metrics.mode_coverage`).
 """
 
 import dataclasses
-import functools
 import json
 import os
 import time
@@ -39,9 +38,9 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fusedprop import networks as fp_networks
+from tf_fusedprop import precision as fp_precision
 from tf_fusedprop.experiment import callbacks
 from tf_fusedprop.experiment import datasets
-from tf_fusedprop.experiment import evaluators
 from tf_fusedprop.experiment import files
 from tf_fusedprop.experiment import summaries
 from tf_fusedprop.experiment import workdir as fp_workdir
@@ -89,8 +88,10 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     evaluator = make_evaluator(config.cache_dir or os.path.join(workdir, "cache"), _print) if make_evaluator else None
 
     # Build: the GAN, restored from the last checkpoint, and the callbacks.
+    precision = fp_precision.choose(config.mixed_precision)
+    _print(f"precision: {precision.policy} ({precision.reason})")
     keras.utils.set_random_seed(config.seed)
-    gan = build_gan(config)
+    gan = build_gan(config, precision)
     initial_epoch = checkpoint.restore(gan)
     epochs, steps_per_epoch = schedule(config)
     run = _Callbacks.create(config, spec, workdir, evaluator, checkpoint, initial_epoch * steps_per_epoch)
@@ -108,28 +109,41 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     )
 
     # Finish: the last metrics, G exported, summary.json.
-    return _finish(config, gan, workdir, evaluator, run, initial_epoch, start)
+    return _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precision)
 
 
-def build_gan(config):
+def build_gan(config, precision=None):
     """The compiled `FusedPropGAN` of a valid config (weights as the global seed makes them).
+
+    Args:
+      config: a valid config.
+      precision: a `precision.Precision`; None chooses from `config.mixed_precision`. Under
+        `mixed_float16` both optimizers are wrapped in one-scale `LossScaleOptimizer`s.
 
     Raises:
       ConfigError: a network builder refused the config's arguments.
     """
-    dtype = None if config.mixed_precision == "off" else config.mixed_precision
+    precision = precision or fp_precision.choose(config.mixed_precision)
     g_fn, d_fn = fp_networks.get(config.network)
     g_data, d_data = datasets.network_inputs(config)
+    conditional = {} if config.num_classes is None else {"num_classes": config.num_classes}
+    dtype = precision.layer_dtype
     try:
-        generator = g_fn(latent_dim=config.latent_dim, dtype=dtype, **g_data, **config.generator.to_dict())
-        discriminator = d_fn(dtype=dtype, **d_data, **config.discriminator.to_dict())
+        generator = g_fn(latent_dim=config.latent_dim, dtype=dtype, **g_data, **conditional, **config.generator.to_dict())
+        discriminator = d_fn(dtype=dtype, **d_data, **conditional, **config.discriminator.to_dict())
         gan = FusedPropGAN(
             generator, discriminator, loss=config.loss, form=config.form, n_dis=config.n_dis,
-            iter_size=config.iter_size, seed=config.seed,
+            iter_size=config.iter_size, seed=config.seed, num_classes=config.num_classes,
+            ema_decay=config.ema_decay, ema_start=config.ema_start, augment=config.augment or None,
+            r1_gamma=config.r1_gamma, gp_weight=config.gp_weight, reg_every=config.reg_every,
         )
     except ValueError as err:
         raise ConfigError(f"cannot build network {config.network!r}: {' '.join(str(err).split())}") from None
-    adam = functools.partial(keras.optimizers.Adam, beta_1=config.beta1, beta_2=config.beta2)
+
+    def adam(learning_rate):
+        optimizer = keras.optimizers.Adam(learning_rate, beta_1=config.beta1, beta_2=config.beta2)
+        return keras.optimizers.LossScaleOptimizer(optimizer) if precision.loss_scaling else optimizer
+
     gan.compile(
         d_optimizer=adam(config.d_lr),
         g_optimizer=adam(config.g_lr),
@@ -166,21 +180,19 @@ class _Callbacks:
             summaries.summary_text("config", f"```\n{json.dumps(json_values(config), indent=2)}\n```", step=step)
         throughput = callbacks.Throughput()
         evaluation = callbacks.Evaluation(evaluator, every=config.eval_every) if evaluator else None
+        latents, labels = datasets.grid_inputs(config)
         grid = callbacks.SampleGrid(
-            evaluators.latents(config.seed, evaluators.GRID, config.grid_samples, config.latent_dim),
-            os.path.join(workdir, "samples"),
-            render=spec.render(config),
-            writer=writer,
+            latents, os.path.join(workdir, "samples"), render=spec.render(config), writer=writer, labels=labels
         )
         everything = [throughput] + ([evaluation] if evaluation else []) + [grid, callbacks.Scalars(writer), checkpoint]
         return cls(writer, throughput, evaluation, grid, everything)
 
 
-def _finish(config, gan, workdir, evaluator, run, initial_epoch, start):
+def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precision):
     """Exports G, writes and returns the summary, and prints the final metrics."""
     metrics = {}
     if evaluator is not None:
-        metrics = run.evaluation.last if run.evaluation.last is not None else evaluator(gan.generator)
+        metrics = run.evaluation.last if run.evaluation.last is not None else evaluator(gan.sampling_generator)
         metrics = {key: float(value) if isinstance(value, (float, np.floating)) else int(value) for key, value in metrics.items()}
     generator_path = os.path.join(workdir, "generator")
     files.atomic_write(generator_path, gan.export_generator)
@@ -196,6 +208,7 @@ def _finish(config, gan, workdir, evaluator, run, initial_epoch, start):
         "train_seconds": run.throughput.seconds,
         "wall_seconds": time.perf_counter() - start,
         "resumed_from_epoch": initial_epoch,
+        "precision": {"policy": precision.policy, "reason": precision.reason},
         "metrics": metrics,
         "final_metric": {"name": evaluator.primary, "value": metrics.get(evaluator.primary)} if evaluator else None,
         "workdir": workdir,

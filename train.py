@@ -11,12 +11,15 @@ same config under `runs/` is resumed, otherwise `runs/<name>-<timestamp>` is sta
 
 Exit status: 0 when training is done; 2 for bad input (unknown config key or value, invalid
 (loss, form) pair, unwritable workdir, data or Inception module not available offline), with
-one line `error: ...` on stderr saying what was received and what to do.
+one line `error: ...` on stderr saying what was received and what to do. TensorFlow's native
+start-up lines are hidden whatever `TF_CPP_MIN_LOG_LEVEL` says, unless it is 0 (show TF's
+info logs); a Python error while TensorFlow loads still shows them, with its traceback.
 """
 
 import contextlib
 import os
 import sys
+import tempfile
 
 from absl import flags
 from absl import logging
@@ -111,22 +114,36 @@ def _describe_flag_error(err, argv):
     return _one_line(message)
 
 
+def _hide_native_logs():
+    """Whether to hide what native code prints while TensorFlow loads: always, unless the
+    user asked for TensorFlow's info logs (`TF_CPP_MIN_LOG_LEVEL=0`) or TensorFlow is loaded
+    already. Its start-up lines (oneDNN, CUDA probe) come "before absl::InitializeLog()" and
+    ignore `TF_CPP_MIN_LOG_LEVEL`, so `=3` alone does not hide them."""
+    return "tensorflow" not in sys.modules and os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() != "0"
+
+
 @contextlib.contextmanager
 def _native_stderr_silenced(enabled):
-    """Hides what native code writes to file descriptor 2 meanwhile (TensorFlow's CUDA-probe
-    banner at import on machines without a GPU); Python exceptions still propagate."""
+    """Hides what native code writes to file descriptor 2 meanwhile (TensorFlow's start-up
+    lines); if a Python exception leaves the block, what was hidden is written back to
+    stderr before it propagates, so a failing import shows everything."""
     if not enabled:
         yield
         return
     sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            os.write(2, captured.read())
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _error(message):
@@ -150,7 +167,7 @@ def run(argv):
         return _error(_describe_flag_error(err, argv))
 
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
-    quiet = "TF_CPP_MIN_LOG_LEVEL" not in os.environ and "tensorflow" not in sys.modules
+    quiet = _hide_native_logs()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
     # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.

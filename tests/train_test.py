@@ -100,6 +100,43 @@ class BadInputTest(tu.TestCase):
         self.assertIn("hinge loss does not support form='fused'", err)  # The file loaded.
 
 
+class QuietStartTest(tu.TestCase):
+    """TensorFlow's native start-up lines ignore TF_CPP_MIN_LOG_LEVEL: bad input is one line anyway."""
+
+    @parameterized.product(level=[None, "3"], bad=["batch_size", "workdir"])
+    def test_bad_input_is_one_line_in_a_fresh_process_whatever_tf_cpp_min_log_level(self, level, bad):
+        tmp = self.get_temp_dir()
+        open(os.path.join(tmp, "file"), "w").close()
+        args = {
+            "batch_size": ["--config.batch_size=-3", f"--workdir={os.path.join(tmp, 'run')}"],
+            "workdir": [f"--workdir={os.path.join(tmp, 'file', 'run')}"],
+        }[bad]
+        env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+        if level is not None:
+            env["TF_CPP_MIN_LOG_LEVEL"] = level
+        result = subprocess.run(
+            [sys.executable, TRAIN, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=180
+        )
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stdout, "")
+        self.assertLen(result.stderr.splitlines(), 1, result.stderr)
+        self.assertRegex(result.stderr, r"^error: (config.batch_size must be a positive integer|cannot write to workdir)")
+
+    def test_what_native_code_printed_is_shown_with_a_python_error_raised_meanwhile(self):
+        script = (
+            "import os, train\n"
+            "with train._native_stderr_silenced(True):\n"
+            "    os.write(2, b'hidden unless it fails\\n')\n"
+            "with train._native_stderr_silenced(True):\n"
+            "    os.write(2, b'native context\\n')\n"
+            "    raise ImportError('broken install')\n"
+        )
+        result = _python("-c", script, cwd=os.path.dirname(TRAIN), timeout=60)
+        self.assertEqual(result.returncode, 1)
+        self.assertNotIn("hidden unless it fails", result.stderr)
+        self.assertRegex(result.stderr, r"^native context\nTraceback \(most recent call last\):\n(.|\n)*ImportError: broken install\n$")
+
+
 class CommandLineTest(tu.TestCase):
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []

@@ -8,11 +8,14 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
 from unittest import mock
 
+import h5py
+import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
@@ -234,6 +237,102 @@ class EndToEndTest(tu.TestCase):
             self.assertEqual(_md5(os.path.join(samples_dir, name)), before[name])
         events = tu.read_events(os.path.join(workdir, "logs"))
         self.assertEqual(sorted({step for step, _, _ in events["d_loss"]}), list(range(200, 2001, 200)))
+
+
+_TINY_RING8 = [
+    "--config=configs/ring8.py", "--config.eval_samples=100", "--config.grid_samples=50",
+    "--config.generator.units=8", "--config.discriminator.units=8",
+]
+_DIVERGED = re.compile(
+    r"^error: training diverged at step (?P<step>\d+): (D's|G's|D's and G's) (loss|losses) or gradients became "
+    r"non-finite \(NaN or infinite\) with d_lr=1e\+30, g_lr=1e\+30; (?P<kept>.*) with a smaller learning rate: "
+    r"(?P<command>python .*)\n$"
+)
+
+
+def _finite_weights(path):
+    arrays = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: arrays.append(np.asarray(item[()])) if isinstance(item, h5py.Dataset) else None)
+    return bool(arrays) and all(np.all(np.isfinite(a)) for a in arrays if np.issubdtype(a.dtype, np.floating))
+
+
+class DivergenceTest(tu.TestCase):
+    def test_divergence_in_the_first_epoch_exits_3_and_the_suggested_restart_completes(self):
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        args = [*_TINY_RING8, "--config.steps=20", "--config.steps_per_epoch=10", f"--workdir={workdir}"]
+        status, _, err = run_cli(*args, "--config.d_lr=1e30", "--config.g_lr=1e30")
+        self.assertEqual(status, 3)
+        match = _DIVERGED.match(err)
+        self.assertIsNotNone(match, err)
+        self.assertEqual(
+            match["kept"], "no checkpoint was saved before it (it diverged in the first epoch), so there is nothing to "
+            "resume: restart"
+        )
+        command = shlex.split(match["command"])
+        self.assertEqual(command, ["python", "train.py", *args[:-1], f"--workdir={workdir}", "--config.d_lr=0.002", "--config.g_lr=0.001"])
+        self.assertFalse(os.path.exists(os.path.join(workdir, "backup")))
+
+        status, out, err = run_cli(*command[2:])
+        self.assertEqual(status, 0, err)
+        self.assertIn("Learning rates changed from the start: d_lr 1e+30 -> 0.002, g_lr 1e+30 -> 0.001", out)
+        summary = _read_json(os.path.join(workdir, "summary.json"))
+        self.assertEqual((summary["steps"], summary["resumed_from_epoch"]), (20, 0))
+        self.assertEqual(summary["learning_rate_changes"][0]["d_lr"], {"from": 1e30, "to": 0.002})
+
+    def test_a_diverged_run_keeps_its_last_good_checkpoint_and_the_suggested_command_resumes_from_it(self):
+        tmp = self.get_temp_dir()
+        workdir = os.path.join(tmp, "run")
+        command = [sys.executable, TRAIN, *_TINY_RING8, "--config.steps=1500", "--config.steps_per_epoch=500", f"--workdir={workdir}"]
+        # A run at the config's rates, killed once its first checkpoint is written.
+        process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(os.path.join(workdir, "backup", "checkpoint.json")):
+                self.assertTrue(process.poll() is None and time.monotonic() < deadline, "no checkpoint was written")
+                time.sleep(0.02)
+        finally:
+            process.kill()
+            process.wait()
+        self.assertFalse(os.path.exists(os.path.join(workdir, "summary.json")))
+        checkpoint = _read_json(os.path.join(workdir, "backup", "checkpoint.json"))
+        epoch, steps = checkpoint["epoch"], checkpoint["steps"]
+        self.assertLess(epoch, 3)
+        weights = os.path.join(workdir, "backup", checkpoint["weights"])
+        good = _md5(weights)
+
+        # Resumed with absurd rates: the first update is finite, the second is not.
+        result = subprocess.run(
+            command + ["--config.d_lr=1e30", "--config.g_lr=1e30"], cwd=tmp, capture_output=True, text=True, timeout=180
+        )
+        self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+        match = _DIVERGED.match(result.stderr)
+        self.assertIsNotNone(match, result.stderr)
+        self.assertEqual(int(match["step"]), steps + 2)
+        self.assertEqual(
+            match["kept"], f"the last good checkpoint (epoch {epoch}, step {steps}) is kept in {workdir}/backup; resume from it"
+        )
+        self.assertEqual(_read_json(os.path.join(workdir, "backup", "checkpoint.json")), checkpoint)
+        self.assertEqual(_md5(weights), good)
+        self.assertTrue(_finite_weights(weights))
+        self.assertNotIn(f"epoch_{epoch + 1:04d}.png", os.listdir(os.path.join(workdir, "samples")))
+
+        # The command it suggests resumes from that checkpoint at the config file's rates and completes.
+        suggested = shlex.split(match["command"])
+        self.assertEqual(suggested[:2], ["python", TRAIN])
+        self.assertEqual(suggested[-2:], ["--config.d_lr=0.002", "--config.g_lr=0.001"])
+        result = subprocess.run([sys.executable, *suggested[1:]], cwd=tmp, capture_output=True, text=True, timeout=180)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertIn(f"Resuming from epoch {epoch}/3 ({steps} steps done)", result.stdout)
+        summary = _read_json(os.path.join(workdir, "summary.json"))
+        self.assertEqual((summary["steps"], summary["resumed_from_epoch"]), (1500, epoch))
+        self.assertEqual(
+            [(change["epoch"], change["d_lr"], change["g_lr"]) for change in summary["learning_rate_changes"]],
+            [
+                (epoch, {"from": 2e-3, "to": 1e30}, {"from": 1e-3, "to": 1e30}),
+                (epoch, {"from": 1e30, "to": 2e-3}, {"from": 1e30, "to": 1e-3}),
+            ],
+        )
 
 
 if __name__ == "__main__":

@@ -79,8 +79,10 @@ def get_cifar10_config(variant, *, name, network, loss, forms, widths, d_lr=2e-4
     size 128, 100k G updates, spectrally normalized D, Adam (beta1 0.5, beta2 0.999), n_dis 1,
     evaluation every 5k updates.
 
-    Extra fields: `data_dir` (TFDS data directory holding a prepared `cifar10`), and
-    `inception_path` (local directory of TF-GAN's Inception module; None: no FID/IS) with
+    Extra fields: `data_dir` (TFDS data directory: a prepared `cifar10`, else TFDS downloads it
+    there; None: TFDS's default), and `inception_path` (TF-GAN's Inception module: its URL
+    https://tfhub.dev/tensorflow/tfgan/eval/inception/1, downloaded once into `cache_dir` or
+    `~/.cache/tf_fusedprop/tfhub_modules`, or a local copy's directory; None: no FID/IS) with
     `eval_real_samples` (train images behind the reference statistics).
 
     Args:

@@ -14,14 +14,12 @@ import sys
 import time
 from unittest import mock
 
-import h5py
-import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import train_lib
+from tf_fusedprop.experiment import data, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
 
@@ -73,20 +71,24 @@ class BadInputTest(tu.TestCase):
         (["--workdir={tmp}/file/run"], r"cannot write to workdir '.*file/run' \(NotADirectoryError"),
         (
             ["--config=configs/cifar10_cnn_ns.py", "--config.data_dir={tmp}"],
-            r"CIFAR-10 is not available offline: .*data_dir=.*--config.data_dir=DIR",
+            r"CIFAR-10 is not prepared in data_dir=.* and cannot be downloaded: cannot reach http://127.0.0.1:.*"
+            r"--config.data_dir=DIR",
         ),
         (
-            ["--config=configs/cifar10_cnn_ns.py", "--config.inception_path=https://tfhub.dev/x"],
-            r"received path_or_url='https://tfhub.dev/x', which is a URL.*\(config.inception_path\)",
+            ["--config=configs/cifar10_cnn_ns.py", "--config.inception_path={offline}/inception/1"],
+            r"received path_or_url='http://127.0.0.1:\d+/inception/1', which could not be downloaded: cannot reach "
+            r".*ConnectionRefusedError.*\(config.inception_path\)",
         ),
     )
     def test_bad_input_is_one_line_with_exit_status_2(self, args, message):
         tmp = self.get_temp_dir()
         open(os.path.join(tmp, "file"), "w").close()
-        args = [arg.format(tmp=tmp) for arg in args]
+        offline = tu.closed_port_url("")  # This machine's internet: nothing answers there.
+        args = [arg.format(tmp=tmp, offline=offline) for arg in args]
         if not any(arg.startswith("--workdir") for arg in args):
             args.append(f"--workdir={os.path.join(tmp, 'run')}")
-        status, out, err = run_cli(*args)
+        with mock.patch.object(data, "CIFAR10_URL", offline + "/cifar-10-binary.tar.gz"):
+            status, out, err = run_cli(*args)
         self.assertEqual(status, 2)
         self.assertEqual(out, "")
         self.assertEqual(err.count("\n"), 1)
@@ -250,13 +252,6 @@ _DIVERGED = re.compile(
 )
 
 
-def _finite_weights(path):
-    arrays = []
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, item: arrays.append(np.asarray(item[()])) if isinstance(item, h5py.Dataset) else None)
-    return bool(arrays) and all(np.all(np.isfinite(a)) for a in arrays if np.issubdtype(a.dtype, np.floating))
-
-
 class DivergenceTest(tu.TestCase):
     def test_divergence_in_the_first_epoch_exits_3_and_the_suggested_restart_completes(self):
         workdir = os.path.join(self.get_temp_dir(), "run")
@@ -314,7 +309,7 @@ class DivergenceTest(tu.TestCase):
         )
         self.assertEqual(_read_json(os.path.join(workdir, "backup", "checkpoint.json")), checkpoint)
         self.assertEqual(_md5(weights), good)
-        self.assertTrue(_finite_weights(weights))
+        self.assertTrue(tu.weights_are_finite(weights))
         self.assertNotIn(f"epoch_{epoch + 1:04d}.png", os.listdir(os.path.join(workdir, "samples")))
 
         # The command it suggests resumes from that checkpoint at the config file's rates and completes.

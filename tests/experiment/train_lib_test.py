@@ -34,7 +34,7 @@ def read_json(path):
 class FakeInception:
     """Stands in for TF-GAN's Inception (not available offline): pixels as features."""
 
-    def __init__(self, path):
+    def __init__(self, path, **kwargs):  # cache_dir=, log= of the real one.
         self.path = path
 
     def features(self, images, batch_size=64):

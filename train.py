@@ -17,9 +17,9 @@ A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/lear
 any other change of config is refused.
 
 Exit status: 0 when training is done; 3 when training diverged (above); 2 for bad input
-(unknown config key or value, invalid (loss, form) pair, unwritable workdir, data or
-Inception module not available offline), with one line `error: ...` on stderr saying what
-was received and what to do. TensorFlow's native
+(unknown config key or value, invalid (loss, form) pair, unwritable workdir, CIFAR-10 or
+the Inception module neither local nor downloadable: offline, within seconds), with one line
+`error: ...` on stderr saying what was received and what to do. TensorFlow's native
 start-up lines are hidden whatever `TF_CPP_MIN_LOG_LEVEL` says, unless it is 0 (show TF's
 info logs); a Python error while TensorFlow loads still shows them, with its traceback.
 """

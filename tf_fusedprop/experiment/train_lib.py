@@ -71,8 +71,9 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
       The summary (also written to `workdir/summary.json`): `steps` (G updates in total),
       `d_steps`, `epochs`, `learning_rate_changes` (`workdir.learning_rate_changes`),
       `steps_per_second` and `train_seconds` (this process's epochs, tracing included; None
-      and 0 when nothing was left to train), `wall_seconds` (this process), `resumed_from_epoch`, `metrics` (the last evaluation), `final_metric`
-      (`{"name", "value"}`), paths `workdir`, `samples`, `generator`, and `config`.
+      and 0 when nothing was left to train), `wall_seconds` (this process),
+      `resumed_from_epoch`, `metrics` (the last evaluation), `final_metric` (`{"name",
+      "value"}`), paths `workdir`, `samples`, `generator`, and `config`.
 
     Raises:
       ConfigError: invalid config, unwritable workdir, or a workdir holding another run.

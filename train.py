@@ -9,14 +9,25 @@
 see `configs/base.py` for the fields. Without `--workdir`, the latest unfinished run of the
 same config under `runs/` is resumed, otherwise `runs/<name>-<timestamp>` is started.
 
-Exit status: 0 when training is done; 2 for bad input (unknown config key or value, invalid
-(loss, form) pair, unwritable workdir, data or Inception module not available offline), with
-one line `error: ...` on stderr saying what was received and what to do.
+A run whose losses or gradients become non-finite stops at once and exits with status 3 and
+one line `error: training diverged at step S: ...` naming the player, the last good checkpoint
+(kept in WORKDIR/backup; the diverged epoch writes nothing) and the command that resumes from
+it with smaller learning rates: a tenth of the rates that diverged, at most the config file's.
+A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/learning_rates.json);
+any other change of config is refused.
+
+Exit status: 0 when training is done; 3 when training diverged (above); 2 for bad input
+(unknown config key or value, invalid (loss, form) pair, unwritable workdir, CIFAR-10 or
+the Inception module neither local nor downloadable: offline, within seconds), with one line
+`error: ...` on stderr saying what was received and what to do. TensorFlow's native
+start-up lines are hidden whatever `TF_CPP_MIN_LOG_LEVEL` says, unless it is 0 (show TF's
+info logs); a Python error while TensorFlow loads still shows them, with its traceback.
 """
 
 import contextlib
 import os
 import sys
+import tempfile
 
 from absl import flags
 from absl import logging
@@ -26,6 +37,7 @@ REPO = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = os.path.join(REPO, "configs")
 DEFAULT_CONFIG = os.path.join(CONFIGS, "digits.py")
 EXIT_BAD_INPUT = 2
+EXIT_DIVERGED = 3
 
 
 def _one_line(text):
@@ -111,22 +123,36 @@ def _describe_flag_error(err, argv):
     return _one_line(message)
 
 
+def _hide_native_logs():
+    """Whether to hide what native code prints while TensorFlow loads: always, unless the
+    user asked for TensorFlow's info logs (`TF_CPP_MIN_LOG_LEVEL=0`) or TensorFlow is loaded
+    already. Its start-up lines (oneDNN, CUDA probe) come "before absl::InitializeLog()" and
+    ignore `TF_CPP_MIN_LOG_LEVEL`, so `=3` alone does not hide them."""
+    return "tensorflow" not in sys.modules and os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() != "0"
+
+
 @contextlib.contextmanager
 def _native_stderr_silenced(enabled):
-    """Hides what native code writes to file descriptor 2 meanwhile (TensorFlow's CUDA-probe
-    banner at import on machines without a GPU); Python exceptions still propagate."""
+    """Hides what native code writes to file descriptor 2 meanwhile (TensorFlow's start-up
+    lines); if a Python exception leaves the block, what was hidden is written back to
+    stderr before it propagates, so a failing import shows everything."""
     if not enabled:
         yield
         return
     sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            os.write(2, captured.read())
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _error(message):
@@ -134,9 +160,23 @@ def _error(message):
     return EXIT_BAD_INPUT
 
 
+def _diverged(err, typed_argv, argv):
+    """The divergence's line with the command to resume (or restart) with smaller rates."""
+    from tf_fusedprop.experiment import divergence
+
+    if sys.stdout.isatty():
+        print(flush=True)  # End the progress bar's line.
+    base = _base_config(argv)
+    caps = None if base is None else (base.d_lr, base.g_lr)
+    rates = divergence.suggested_learning_rates(err.learning_rates, caps)
+    command = divergence.resume_command(err.workdir, rates, typed_argv[1:], program=typed_argv[0])
+    print(f"error: {_one_line(err.describe(command))}", file=sys.stderr, flush=True)
+    return EXIT_DIVERGED
+
+
 def run(argv):
     """Parses `argv` (with the program name first), trains, and returns the exit status."""
-    argv = _resolve_config_paths(argv)
+    typed_argv, argv = argv, _resolve_config_paths(argv)
     if any(arg in ("-h", "--help", "--helpfull", "-?") for arg in argv[1:]):
         print(__doc__)
         print(f"Config files ({CONFIGS}): {', '.join(_config_files())}")
@@ -150,7 +190,7 @@ def run(argv):
         return _error(_describe_flag_error(err, argv))
 
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
-    quiet = "TF_CPP_MIN_LOG_LEVEL" not in os.environ and "tensorflow" not in sys.modules
+    quiet = _hide_native_logs()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
     # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
@@ -160,6 +200,7 @@ def run(argv):
 
         from tf_fusedprop.experiment import train_lib
         from tf_fusedprop.experiment.config import ConfigError
+        from tf_fusedprop.experiment import divergence
         from tf_fusedprop.experiment.data import DatasetUnavailableError
         from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
 
@@ -168,6 +209,8 @@ def run(argv):
         train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2)
     except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
+    except divergence.TrainingDivergedError as err:
+        return _diverged(err, typed_argv, argv)
     return 0
 
 

@@ -24,7 +24,7 @@ def get_base_config():
     | eval_samples | generated samples per evaluation (0: no evaluation) |
     | eval_every | epochs between evaluations (the last epoch is always evaluated) |
     | grid_samples | samples in each grid image (points of the scatter plot for 2-D data) |
-    | cache_dir | where classifier, reference statistics go; None: `<workdir>/cache` |
+    | cache_dir | where classifier, reference statistics (and a downloaded Inception module) go; None: `<workdir>/cache` (the module: `~/.cache/tf_fusedprop/tfhub_modules`) |
     | mixed_precision | "auto" (from the hardware: `tf_fusedprop.precision`), "float32" (or "off"), "mixed_bfloat16", "mixed_float16" |
     | jit_compile | compile the train step with XLA |
     | steps_per_execution | train steps per call of the compiled train function |
@@ -90,8 +90,10 @@ def get_cifar10_config(variant, *, name, network, loss, forms, widths, d_lr=2e-4
     size 128, 100k G updates, spectrally normalized D, Adam (beta1 0.5, beta2 0.999), n_dis 1,
     evaluation every 5k updates.
 
-    Extra fields: `data_dir` (TFDS data directory holding a prepared `cifar10`), and
-    `inception_path` (local directory of TF-GAN's Inception module; None: no FID/IS) with
+    Extra fields: `data_dir` (TFDS data directory: a prepared `cifar10`, else TFDS downloads it
+    there; None: TFDS's default), and `inception_path` (TF-GAN's Inception module: its URL
+    https://tfhub.dev/tensorflow/tfgan/eval/inception/1, downloaded once into `cache_dir` or
+    `~/.cache/tf_fusedprop/tfhub_modules`, or a local copy's directory; None: no FID/IS) with
     `eval_real_samples` (train images behind the reference statistics).
 
     Args:

@@ -172,9 +172,81 @@ def tiny_config(name, variant="", cache_dir=None):
     return config
 
 
+def weights_are_finite(path):
+    """Whether every float array of a Keras `.weights.h5` file is finite (and there is one)."""
+    import h5py  # Keras's own dependency, only needed here.
+
+    arrays = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: arrays.append(np.asarray(item[()])) if isinstance(item, h5py.Dataset) else None)
+    floats = [a for a in arrays if np.issubdtype(a.dtype, np.floating)]
+    return bool(floats) and all(np.all(np.isfinite(a)) for a in floats)
+
+
 def class_temp_dir(test_class):
     """A temporary directory for all tests of `test_class` (from its `setUpClass`), removed
     after them: e.g. a cache that one test fills and the others reuse."""
     directory = tempfile.mkdtemp()
     test_class.addClassCleanup(shutil.rmtree, directory, ignore_errors=True)
     return directory
+
+
+# --------------------------------------------------------------------------------------------
+# Local network endpoints for the download tests (nothing leaves 127.0.0.1).
+# --------------------------------------------------------------------------------------------
+
+import contextlib  # noqa: E402
+import http.server  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+
+def closed_port_url(path="/"):
+    """An http URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}{path}"
+
+
+@contextlib.contextmanager
+def silent_server():
+    """Yields the http URL of a port that accepts connections but never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+
+
+@contextlib.contextmanager
+def http_server(routes):
+    """Serves `routes` (`{path with query: bytes}`; other paths: 404) on 127.0.0.1 from a
+    thread; yields `(base_url, requests)`, `requests` the list of paths asked for (HEAD
+    requests as `"HEAD <path>"`)."""
+    requests = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self, head=False):
+            requests.append(f"HEAD {self.path}" if head else self.path)
+            body = routes.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body or b"")
+
+        def do_HEAD(self):
+            self.do_GET(head=True)
+
+        def log_message(self, *args):  # Quiet.
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

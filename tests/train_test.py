@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import train_lib
+from tf_fusedprop.experiment import data, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
 
@@ -70,20 +71,24 @@ class BadInputTest(tu.TestCase):
         (["--workdir={tmp}/file/run"], r"cannot write to workdir '.*file/run' \(NotADirectoryError"),
         (
             ["--config=configs/cifar10_cnn_ns.py", "--config.data_dir={tmp}"],
-            r"CIFAR-10 is not available offline: .*data_dir=.*--config.data_dir=DIR",
+            r"CIFAR-10 is not prepared in data_dir=.* and cannot be downloaded: cannot reach http://127.0.0.1:.*"
+            r"--config.data_dir=DIR",
         ),
         (
-            ["--config=configs/cifar10_cnn_ns.py", "--config.inception_path=https://tfhub.dev/x"],
-            r"received path_or_url='https://tfhub.dev/x', which is a URL.*\(config.inception_path\)",
+            ["--config=configs/cifar10_cnn_ns.py", "--config.inception_path={offline}/inception/1"],
+            r"received path_or_url='http://127.0.0.1:\d+/inception/1', which could not be downloaded: cannot reach "
+            r".*ConnectionRefusedError.*\(config.inception_path\)",
         ),
     )
     def test_bad_input_is_one_line_with_exit_status_2(self, args, message):
         tmp = self.get_temp_dir()
         open(os.path.join(tmp, "file"), "w").close()
-        args = [arg.format(tmp=tmp) for arg in args]
+        offline = tu.closed_port_url("")  # This machine's internet: nothing answers there.
+        args = [arg.format(tmp=tmp, offline=offline) for arg in args]
         if not any(arg.startswith("--workdir") for arg in args):
             args.append(f"--workdir={os.path.join(tmp, 'run')}")
-        status, out, err = run_cli(*args)
+        with mock.patch.object(data, "CIFAR10_URL", offline + "/cifar-10-binary.tar.gz"):
+            status, out, err = run_cli(*args)
         self.assertEqual(status, 2)
         self.assertEqual(out, "")
         self.assertEqual(err.count("\n"), 1)
@@ -98,6 +103,43 @@ class BadInputTest(tu.TestCase):
         status, _, err = run_cli("--config=configs/ring8.py", "--config.loss=hinge")
         self.assertEqual(status, 2)
         self.assertIn("hinge loss does not support form='fused'", err)  # The file loaded.
+
+
+class QuietStartTest(tu.TestCase):
+    """TensorFlow's native start-up lines ignore TF_CPP_MIN_LOG_LEVEL: bad input is one line anyway."""
+
+    @parameterized.product(level=[None, "3"], bad=["batch_size", "workdir"])
+    def test_bad_input_is_one_line_in_a_fresh_process_whatever_tf_cpp_min_log_level(self, level, bad):
+        tmp = self.get_temp_dir()
+        open(os.path.join(tmp, "file"), "w").close()
+        args = {
+            "batch_size": ["--config.batch_size=-3", f"--workdir={os.path.join(tmp, 'run')}"],
+            "workdir": [f"--workdir={os.path.join(tmp, 'file', 'run')}"],
+        }[bad]
+        env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+        if level is not None:
+            env["TF_CPP_MIN_LOG_LEVEL"] = level
+        result = subprocess.run(
+            [sys.executable, TRAIN, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=180
+        )
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stdout, "")
+        self.assertLen(result.stderr.splitlines(), 1, result.stderr)
+        self.assertRegex(result.stderr, r"^error: (config.batch_size must be a positive integer|cannot write to workdir)")
+
+    def test_what_native_code_printed_is_shown_with_a_python_error_raised_meanwhile(self):
+        script = (
+            "import os, train\n"
+            "with train._native_stderr_silenced(True):\n"
+            "    os.write(2, b'hidden unless it fails\\n')\n"
+            "with train._native_stderr_silenced(True):\n"
+            "    os.write(2, b'native context\\n')\n"
+            "    raise ImportError('broken install')\n"
+        )
+        result = _python("-c", script, cwd=os.path.dirname(TRAIN), timeout=60)
+        self.assertEqual(result.returncode, 1)
+        self.assertNotIn("hidden unless it fails", result.stderr)
+        self.assertRegex(result.stderr, r"^native context\nTraceback \(most recent call last\):\n(.|\n)*ImportError: broken install\n$")
 
 
 class CommandLineTest(tu.TestCase):
@@ -197,6 +239,95 @@ class EndToEndTest(tu.TestCase):
             self.assertEqual(_md5(os.path.join(samples_dir, name)), before[name])
         events = tu.read_events(os.path.join(workdir, "logs"))
         self.assertEqual(sorted({step for step, _, _ in events["d_loss"]}), list(range(200, 2001, 200)))
+
+
+_TINY_RING8 = [
+    "--config=configs/ring8.py", "--config.eval_samples=100", "--config.grid_samples=50",
+    "--config.generator.units=8", "--config.discriminator.units=8",
+]
+_DIVERGED = re.compile(
+    r"^error: training diverged at step (?P<step>\d+): (D's|G's|D's and G's) (loss|losses) or gradients became "
+    r"non-finite \(NaN or infinite\) with d_lr=1e\+30, g_lr=1e\+30; (?P<kept>.*) with a smaller learning rate: "
+    r"(?P<command>python .*)\n$"
+)
+
+
+class DivergenceTest(tu.TestCase):
+    def test_divergence_in_the_first_epoch_exits_3_and_the_suggested_restart_completes(self):
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        args = [*_TINY_RING8, "--config.steps=20", "--config.steps_per_epoch=10", f"--workdir={workdir}"]
+        status, _, err = run_cli(*args, "--config.d_lr=1e30", "--config.g_lr=1e30")
+        self.assertEqual(status, 3)
+        match = _DIVERGED.match(err)
+        self.assertIsNotNone(match, err)
+        self.assertEqual(
+            match["kept"], "no checkpoint was saved before it (it diverged in the first epoch), so there is nothing to "
+            "resume: restart"
+        )
+        command = shlex.split(match["command"])
+        self.assertEqual(command, ["python", "train.py", *args[:-1], f"--workdir={workdir}", "--config.d_lr=0.002", "--config.g_lr=0.001"])
+        self.assertFalse(os.path.exists(os.path.join(workdir, "backup")))
+
+        status, out, err = run_cli(*command[2:])
+        self.assertEqual(status, 0, err)
+        self.assertIn("Learning rates changed from the start: d_lr 1e+30 -> 0.002, g_lr 1e+30 -> 0.001", out)
+        summary = _read_json(os.path.join(workdir, "summary.json"))
+        self.assertEqual((summary["steps"], summary["resumed_from_epoch"]), (20, 0))
+        self.assertEqual(summary["learning_rate_changes"][0]["d_lr"], {"from": 1e30, "to": 0.002})
+
+    def test_a_diverged_run_keeps_its_last_good_checkpoint_and_the_suggested_command_resumes_from_it(self):
+        tmp = self.get_temp_dir()
+        workdir = os.path.join(tmp, "run")
+        command = [sys.executable, TRAIN, *_TINY_RING8, "--config.steps=1500", "--config.steps_per_epoch=500", f"--workdir={workdir}"]
+        # A run at the config's rates, killed once its first checkpoint is written.
+        process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(os.path.join(workdir, "backup", "checkpoint.json")):
+                self.assertTrue(process.poll() is None and time.monotonic() < deadline, "no checkpoint was written")
+                time.sleep(0.02)
+        finally:
+            process.kill()
+            process.wait()
+        self.assertFalse(os.path.exists(os.path.join(workdir, "summary.json")))
+        checkpoint = _read_json(os.path.join(workdir, "backup", "checkpoint.json"))
+        epoch, steps = checkpoint["epoch"], checkpoint["steps"]
+        self.assertLess(epoch, 3)
+        weights = os.path.join(workdir, "backup", checkpoint["weights"])
+        good = _md5(weights)
+
+        # Resumed with absurd rates: the first update is finite, the second is not.
+        result = subprocess.run(
+            command + ["--config.d_lr=1e30", "--config.g_lr=1e30"], cwd=tmp, capture_output=True, text=True, timeout=180
+        )
+        self.assertEqual(result.returncode, 3, result.stderr[-3000:])
+        match = _DIVERGED.match(result.stderr)
+        self.assertIsNotNone(match, result.stderr)
+        self.assertEqual(int(match["step"]), steps + 2)
+        self.assertEqual(
+            match["kept"], f"the last good checkpoint (epoch {epoch}, step {steps}) is kept in {workdir}/backup; resume from it"
+        )
+        self.assertEqual(_read_json(os.path.join(workdir, "backup", "checkpoint.json")), checkpoint)
+        self.assertEqual(_md5(weights), good)
+        self.assertTrue(tu.weights_are_finite(weights))
+        self.assertNotIn(f"epoch_{epoch + 1:04d}.png", os.listdir(os.path.join(workdir, "samples")))
+
+        # The command it suggests resumes from that checkpoint at the config file's rates and completes.
+        suggested = shlex.split(match["command"])
+        self.assertEqual(suggested[:2], ["python", TRAIN])
+        self.assertEqual(suggested[-2:], ["--config.d_lr=0.002", "--config.g_lr=0.001"])
+        result = subprocess.run([sys.executable, *suggested[1:]], cwd=tmp, capture_output=True, text=True, timeout=180)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertIn(f"Resuming from epoch {epoch}/3 ({steps} steps done)", result.stdout)
+        summary = _read_json(os.path.join(workdir, "summary.json"))
+        self.assertEqual((summary["steps"], summary["resumed_from_epoch"]), (1500, epoch))
+        self.assertEqual(
+            [(change["epoch"], change["d_lr"], change["g_lr"]) for change in summary["learning_rate_changes"]],
+            [
+                (epoch, {"from": 2e-3, "to": 1e30}, {"from": 1e-3, "to": 1e30}),
+                (epoch, {"from": 1e30, "to": 2e-3}, {"from": 1e30, "to": 1e-3}),
+            ],
+        )
 
 
 if __name__ == "__main__":

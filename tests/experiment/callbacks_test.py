@@ -90,6 +90,16 @@ class CallbacksTest(tu.TestCase):
         with open(os.path.join(directory, "checkpoint.json")) as f:
             self.assertEqual(json.load(f)["steps"], 10)
 
+    def test_a_diverged_model_is_not_saved(self):
+        directory = self.get_temp_dir()
+        backup = callbacks.BackupAndRestore(directory)
+        gan = tiny_gan()
+        gan.d_optimizer.learning_rate = gan.g_optimizer.learning_rate = 1e30  # Step 2 is not finite.
+        gan.fit(data.ring8(16), epochs=3, steps_per_epoch=1, verbose=0, shuffle=False, callbacks=[backup])
+        self.assertEqual(gan.divergence()["step"], 2)
+        self.assertEqual(backup.metadata(), {"epoch": 1, "steps": 1, "weights": "epoch_0001.weights.h5"})
+        self.assertEqual(sorted(os.listdir(directory)), ["checkpoint.json", "epoch_0001.weights.h5"])
+
     def test_restore_without_checkpoint_is_epoch_zero(self):
         backup = callbacks.BackupAndRestore(os.path.join(self.get_temp_dir(), "none"))
         self.assertIsNone(backup.metadata())

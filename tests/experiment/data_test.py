@@ -4,6 +4,9 @@ import functools
 import math
 import tempfile
 import time
+from unittest import mock
+
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -49,11 +52,11 @@ class Cifar10Test(tu.TestCase):
         self.assertLen(batches, 7)
         self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
 
-    def test_unavailable_raises_quickly_with_one_line_message(self):
+    def test_unavailable_without_downloads_raises_quickly_with_one_line_message(self):
         with tempfile.TemporaryDirectory() as empty:
             start = time.perf_counter()
             with self.assertRaises(data.DatasetUnavailableError) as ctx:
-                data.cifar10(8, data_dir=empty)
+                data.cifar10(8, data_dir=empty, download=False)
             elapsed = time.perf_counter() - start
         message = str(ctx.exception)
         self.assertLess(elapsed, 5.0)  # Measured ~0.4 s: no download is attempted.
@@ -63,6 +66,23 @@ class Cifar10Test(tu.TestCase):
         self.assertIn(f"data_dir={empty}", message)
         self.assertIn("tfds build cifar10", message)
         self.assertIn("--config.data_dir", message)
+
+    def test_not_prepared_and_offline_fails_fast_with_one_line_message(self):
+        offline = tu.closed_port_url("/cifar-10-binary.tar.gz")
+        with tempfile.TemporaryDirectory() as empty, mock.patch.object(data, "CIFAR10_URL", offline):
+            start = time.perf_counter()
+            with self.assertRaises(data.DatasetUnavailableError) as ctx:
+                data.cifar10(8, data_dir=empty)
+            elapsed = time.perf_counter() - start
+            self.assertEqual(os.listdir(empty), [])  # TFDS was not asked to download.
+        message = str(ctx.exception)
+        self.assertLess(elapsed, 5.0)
+        self.assertNotIn("\n", message)
+        self.assertRegex(
+            message,
+            rf"^CIFAR-10 is not prepared in data_dir={empty} and cannot be downloaded: cannot reach {offline} "
+            r"\(ConnectionRefusedError: .*\)\. Run with internet access .*--config.data_dir=DIR\)\.$",
+        )
 
     def test_batch_size_checked_before_loading(self):
         with self.assertRaisesRegex(ValueError, "Received: batch_size=0"):

@@ -53,12 +53,15 @@ class SpecTest(tu.TestCase):
         messages = []
         make = datasets.get("cifar10").evaluator(tu.tiny_config("cifar10_cnn_ns"))
         self.assertIsNone(make("unused", messages.append))
-        self.assertTrue(messages[0].startswith("FID/IS off: no Inception module; pass --config.inception_path=DIR"))
+        self.assertTrue(messages[0].startswith(
+            "FID/IS off: no Inception module; pass --config.inception_path=https://tfhub.dev/tensorflow/tfgan/eval/"
+            "inception/1 (downloaded once) or a local copy's directory"
+        ), messages)
 
     def test_cifar10_with_a_bad_inception_path_fails_when_prepared(self):
         config = tu.tiny_config("cifar10_cnn_ns")
-        config.inception_path = "https://tfhub.dev/x"
-        with self.assertRaisesRegex(ValueError, r"which is a URL.*\(config.inception_path\)$"):
+        config.inception_path = tu.closed_port_url("/x")  # As offline.
+        with self.assertRaisesRegex(ValueError, r"which could not be downloaded: .*\(config.inception_path\)$"):
             datasets.get("cifar10").evaluator(config)
 
     @parameterized.parameters(("ring8", 8), ("grid25", 25))

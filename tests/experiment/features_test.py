@@ -1,6 +1,9 @@
 """features: the digits classifier and its cache, TF-GAN Inception loading, reference statistics."""
 
+import io
 import os
+import tarfile
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -102,12 +105,14 @@ class FakeInception(tf.Module):
 
 class InceptionFeaturesTest(tu.TestCase):
     @parameterized.parameters(
-        ("url", "which is a URL"), ("missing", "which does not exist"), ("empty", "which could not be loaded as a SavedModel")
+        ("offline", "which could not be downloaded: cannot reach"),
+        ("missing", "which does not exist"),
+        ("empty", "which could not be loaded as a SavedModel"),
     )
     def test_explains_what_to_pass(self, where, reason):
         directory = self.get_temp_dir()
         received = {
-            "url": features.InceptionFeatures.MODULE_URL,
+            "offline": tu.closed_port_url("/tensorflow/tfgan/eval/inception/1"),
             "missing": os.path.join(directory, "no_such_dir"),
             "empty": directory,  # Exists, but holds no SavedModel.
         }[where]
@@ -117,7 +122,32 @@ class InceptionFeaturesTest(tu.TestCase):
         self.assertIsInstance(info.exception, ValueError)
         self.assertNotIn("\n", message)
         self.assertIn(f"received path_or_url={received!r}, {reason}", message)
+        self.assertIn(f"Pass {features.InceptionFeatures.MODULE_URL} on a machine with internet", message)
         self.assertIn("pass its local directory", message)
+
+    def test_offline_fails_fast(self):
+        start = time.perf_counter()
+        with self.assertRaisesRegex(features.InceptionModuleUnavailableError, r"ConnectionRefusedError"):
+            features.InceptionFeatures(tu.closed_port_url("/inception/1"), cache_dir=self.get_temp_dir())
+        self.assertLess(time.perf_counter() - start, 5.0)
+
+    def test_a_hub_url_is_downloaded_once_into_the_cache_and_gives_features(self):
+        directory = self.get_temp_dir()
+        module = os.path.join(directory, "inception")
+        tf.saved_model.save(FakeInception(), module)
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+            tar.add(module, arcname=".")  # TF-Hub's layout: the SavedModel at the root.
+        cache = os.path.join(directory, "cache")
+        images = np.random.default_rng(12).uniform(-1, 1, size=(3, 8, 8, 3)).astype(np.float32)
+        path = "/tensorflow/tfgan/eval/inception/1"
+        with tu.http_server({f"{path}?tf-hub-format=compressed": archive.getvalue()}) as (base, requests):
+            extractors = [features.InceptionFeatures(base + path, cache_dir=cache) for _ in range(2)]
+        self.assertLen(requests, 1)  # The second construction found the module in the cache.
+        self.assertEqual(extractors[0].path, extractors[1].path)
+        self.assertEqual(os.path.dirname(extractors[0].path), cache)
+        self.assertAllClose(extractors[1].features(images), images.mean(axis=(1, 2)), atol=0.05)
+        self.assertAllEqual(extractors[1].logits(images), np.full((3, 2), 299.0))
 
     def test_loads_saved_model_and_resizes(self):
         path = os.path.join(self.get_temp_dir(), "inception")

@@ -1,6 +1,7 @@
 """train_lib: a few steps of every config, building every variant, reruns and bad workdirs."""
 
 import contextlib
+import copy
 import io
 import json
 import os
@@ -13,7 +14,8 @@ import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import features, train_lib
+from tf_fusedprop.experiment import callbacks, features, train_lib
+from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, validate
 
 
@@ -33,7 +35,7 @@ def read_json(path):
 class FakeInception:
     """Stands in for TF-GAN's Inception (not available offline): pixels as features."""
 
-    def __init__(self, path):
+    def __init__(self, path, **kwargs):  # cache_dir=, log= of the real one.
         self.path = path
 
     def features(self, images, batch_size=64):
@@ -134,6 +136,25 @@ class TrainTest(tu.TestCase):
         config.seed = 3
         with self.assertRaisesRegex(ConfigError, r"different config \(config.seed: 0 there, 3 now\)"):
             quiet_train(config, directory)
+
+    def test_a_rerun_trains_with_its_own_learning_rates_not_those_in_the_checkpoint(self):
+        directory = self.get_temp_dir()
+        config = tu.tiny_config("ring8")
+        config.steps = 3
+        absurd = copy.deepcopy(config)
+        absurd.d_lr = absurd.g_lr = 1e30
+        # A checkpoint of epoch 1 saved while the rates were absurd (its weights are the initial ones).
+        fp_workdir.make_workdir(directory, absurd)
+        backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"))
+        backup.set_model(train_lib.build_gan(absurd))
+        backup.on_epoch_end(0)
+        # With the checkpoint's rates, the second step of this rerun would not be finite.
+        summary, printed = quiet_train(config, directory)
+        self.assertEqual((summary["resumed_from_epoch"], summary["steps"]), (1, 2))
+        change = {"epoch": 1, "step": 0, "d_lr": {"from": 1e30, "to": 2e-3}, "g_lr": {"from": 1e30, "to": 1e-3}}
+        self.assertEqual(summary["learning_rate_changes"], [change])
+        self.assertEqual((summary["config"]["d_lr"], summary["config"]["g_lr"]), (2e-3, 1e-3))
+        self.assertIn("Learning rates changed from epoch 1 (step 0): d_lr 1e+30 -> 0.002, g_lr 1e+30 -> 0.001", printed)
 
     def test_unwritable_workdir(self):
         blocker = os.path.join(self.get_temp_dir(), "file")

@@ -51,6 +51,40 @@ class CompletedRunTest(tu.TestCase):
             workdir.completed_run(directory, config)
 
 
+class LearningRateChangeTest(tu.TestCase):
+    def test_a_rerun_may_change_the_learning_rates_only_and_the_change_is_recorded(self):
+        directory = os.path.join(self.get_temp_dir(), "run")
+        config = tu.tiny_config("ring8")
+        workdir.make_workdir(directory, config)
+        self.assertIsNone(workdir.record_learning_rates(directory, config))
+        self.assertEqual(workdir.learning_rate_changes(directory), [])
+
+        config.d_lr, config.g_lr = 1e-4, 5e-5
+        self.assertIsNone(workdir.completed_run(directory, config))  # Not refused.
+        checkpoint = {"epoch": 3, "steps": 30, "weights": "epoch_0003.weights.h5"}
+        change = workdir.record_learning_rates(directory, config, checkpoint)
+        expected = {"epoch": 3, "step": 30, "d_lr": {"from": 2e-3, "to": 1e-4}, "g_lr": {"from": 1e-3, "to": 5e-5}}
+        self.assertEqual(change, expected)
+        self.assertEqual(
+            workdir.describe_learning_rate_change(directory, change),
+            f"Learning rates changed from epoch 3 (step 30): d_lr 0.002 -> 0.0001, g_lr 0.001 -> 5e-05; recorded in "
+            f"{directory}/learning_rates.json.",
+        )
+        with open(os.path.join(directory, "config.json")) as f:
+            self.assertEqual(json.load(f), config.to_dict())  # config.json holds the rates in use.
+        self.assertIsNone(workdir.record_learning_rates(directory, config, checkpoint))  # Recorded once.
+
+        config.d_lr = 2e-3
+        workdir.record_learning_rates(directory, config)
+        self.assertEqual(
+            workdir.learning_rate_changes(directory),
+            [expected, {"epoch": 0, "step": 0, "d_lr": {"from": 1e-4, "to": 2e-3}, "g_lr": {"from": 5e-5, "to": 5e-5}}],
+        )
+        config.beta1 = 0.0
+        with self.assertRaisesRegex(ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr may change\)"):
+            workdir.completed_run(directory, config)
+
+
 class MakeWorkdirTest(tu.TestCase):
     def test_writes_config_json_once(self):
         directory = os.path.join(self.get_temp_dir(), "a", "run")

@@ -6,9 +6,10 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 
 | module | what |
 |---|---|
-| `data` | tf.data pipelines: CIFAR-10 (TFDS, offline), scikit-learn digits, ring8/grid25 mixtures |
+| `data` | tf.data pipelines: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, ring8/grid25 mixtures |
 | `metrics` | FID, IS, KID, mode coverage: numpy and scipy only |
 | `features` | feature extractors (digits classifier, TF-GAN Inception) and cached reference statistics |
+| `downloads` | downloads that fail fast offline: reachability checks, SavedModels fetched once into a cache |
 | `evaluators` | a generator's score on fixed latents: FID/IS of images, mode coverage of mixtures |
 | `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and what the data fix in each network's builder arguments |
 | `config` | `validate(config)`: one check per field, then the checks between fields; `ConfigError` |
@@ -17,5 +18,6 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | `images` | sample grids and scatter plots rendered with numpy, written as PNG |
 | `summaries` | TensorBoard scalar/image/text records with core TensorFlow only |
 | `callbacks` | Keras callbacks: sample grids, evaluation, throughput, scalars, SIGKILL-safe checkpoints |
+| `divergence` | stops a run at its first non-finite update, keeping the last good checkpoint; the resume command |
 | `train_lib` | `train(config, workdir)`: prepare, build, fit, finish |
 """

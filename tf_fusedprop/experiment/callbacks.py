@@ -157,7 +157,8 @@ class BackupAndRestore(keras.callbacks.Callback):
     both optimizers, the latent sampler), written under a temporary name and renamed; then
     `checkpoint.json` (epoch, steps, file) is replaced atomically; only then are older weight
     files deleted. `restore` loads the state the JSON names and returns the epoch to pass to
-    `fit(initial_epoch=...)`. Checkpoints are kept after training.
+    `fit(initial_epoch=...)`. Checkpoints are kept after training. A `FusedPropGAN` whose
+    updates became non-finite (`divergence()`) is not saved: the last good checkpoint stays.
 
     Args:
       backup_dir: a directory used by this callback only.
@@ -185,6 +186,9 @@ class BackupAndRestore(keras.callbacks.Callback):
         return int(metadata["epoch"])
 
     def on_epoch_end(self, epoch, logs=None):
+        divergence = getattr(self.model, "divergence", None)
+        if divergence is not None and divergence() is not None:
+            return  # Never replace the last good checkpoint with non-finite weights.
         os.makedirs(self.backup_dir, exist_ok=True)
         weights = f"epoch_{epoch + 1:04d}.weights.h5"
         path = os.path.join(self.backup_dir, weights)

@@ -6,7 +6,7 @@ float32, a fixed leading batch axis (`drop_remainder=True`), shuffled determinis
 
 | name     | element shape              | range     | source                                      |
 |----------|----------------------------|-----------|---------------------------------------------|
-| cifar10  | `[batch, 32, 32, 3]`       | [-1, 1]   | TFDS `cifar10` (must be prepared offline)   |
+| cifar10  | `[batch, 32, 32, 3]`       | [-1, 1]   | TFDS `cifar10` (prepared, else downloaded)  |
 | digits   | `[batch, s, s, 1]`         | [-1, 1]   | scikit-learn `load_digits` (ships with it)  |
 | ring8    | `[batch, 2]`               | R^2       | 8 Gaussians on a circle (Metz et al. 2017)  |
 | grid25   | `[batch, 2]`               | R^2       | 5x5 grid of Gaussians (Metz et al. 2017)    |
@@ -24,8 +24,10 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fusedprop._checks import positive_int
+from tf_fusedprop.experiment import downloads
 
 __all__ = [
+    "CIFAR10_URL",
     "DatasetUnavailableError",
     "GRID25_STD",
     "RING8_STD",
@@ -50,9 +52,12 @@ GRID25_STD = 0.05
 
 _SHUFFLE_BUFFER = 10_000
 
+#: Where TFDS downloads CIFAR-10 from; checked to answer before a download is started.
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+
 
 class DatasetUnavailableError(ValueError):
-    """A dataset's files are not available locally and will not be downloaded."""
+    """A dataset's files are not available locally and cannot (or may not) be downloaded."""
 
 
 def _finish(ds, batch_size, seed, repeat, shuffle_buffer):
@@ -69,15 +74,17 @@ def _finish(ds, batch_size, seed, repeat, shuffle_buffer):
 # --------------------------------------------------------------------------------------------
 
 
-def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=False, labels=False):
+def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=True, labels=False):
     """CIFAR-10 images from TensorFlow Datasets, scaled to [-1, 1].
 
     Source: `tfds.load("cifar10")` (Krizhevsky 2009; 50,000 train / 10,000 test images,
     32x32 RGB, uint8, 10 classes). Labels are dropped unless `labels=True`. Each uint8 value
     `v` becomes `v / 127.5 - 1`.
 
-    The data must already be prepared in `data_dir`: by default nothing is downloaded (the
-    training machines have no internet). Prepare it elsewhere with
+    Data already prepared in `data_dir` is used as is, with no network access. Otherwise,
+    with `download=True`, TFDS downloads and prepares it there (~160 MB, once) after
+    `CIFAR10_URL` was seen to answer within `downloads.TIMEOUT` seconds, so that an offline
+    machine fails in seconds. Offline, prepare it elsewhere with
     `tfds build cifar10 --data_dir=DIR`, copy `DIR`, and pass it as `data_dir`
     (`--config.data_dir=DIR` in `train.py`).
 
@@ -88,7 +95,8 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
         `~/tensorflow_datasets`).
       seed: seed of the file order and of the shuffle buffer.
       repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
-      download: let TFDS download and prepare the data if missing (needs internet).
+      download: download and prepare the data if it is not prepared (needs internet);
+        False: never.
       labels: yield `(images, labels)` pairs (int32 class labels `[batch_size]`).
 
     Returns:
@@ -96,14 +104,15 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
       their labels when `labels=True`).
 
     Raises:
-      DatasetUnavailableError: the prepared data is not found (or the download failed).
+      DatasetUnavailableError: the data is not prepared, and may not or cannot be
+        downloaded (offline: within seconds), or the download failed.
       ValueError: `batch_size` is not a positive int.
     """
     batch_size = positive_int("batch_size", batch_size)
     import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
-    try:
-        ds = tfds.load(
+    def load(download):
+        return tfds.load(
             "cifar10",
             split=split,
             data_dir=data_dir,
@@ -112,12 +121,22 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
             shuffle_files=True,
             read_config=tfds.ReadConfig(shuffle_seed=seed),
         )
+
+    try:
+        ds = load(download=False)
     except (AssertionError, tfds.core.registered.DatasetNotFoundError) as err:
-        raise _cifar10_unavailable(data_dir, err, tfds) from err
-    except Exception as err:  # Any download or preparation failure.
         if not download:
-            raise
-        raise _cifar10_unavailable(data_dir, err, tfds) from err
+            raise _cifar10_unavailable(data_dir, f"({type(err).__name__}), and downloads are off", tfds) from err
+        try:
+            downloads.check_reachable(CIFAR10_URL)
+        except downloads.DownloadError as offline:
+            raise _cifar10_unavailable(data_dir, f"and cannot be downloaded: {offline}", tfds) from None
+        print(f"CIFAR-10 is not prepared in {_where(data_dir, tfds)}: downloading it with TFDS (~160 MB, once) ...", flush=True)
+        try:
+            ds = load(download=True)
+        except Exception as failure:  # Any download or preparation failure.
+            reason = f"and its download failed ({type(failure).__name__}: {' '.join(str(failure).split())[:200]})"
+            raise _cifar10_unavailable(data_dir, reason, tfds) from failure
 
     def to_float(example):
         image = tf.cast(example["image"], tf.float32) / 127.5 - 1.0
@@ -127,12 +146,15 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
     return _finish(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
 
 
-def _cifar10_unavailable(data_dir, err, tfds):
-    where = data_dir if data_dir is not None else f"None (TFDS default {tfds.core.constants.DATA_DIR})"
+def _where(data_dir, tfds):
+    return data_dir if data_dir is not None else f"None (TFDS default {tfds.core.constants.DATA_DIR})"
+
+
+def _cifar10_unavailable(data_dir, reason, tfds):
     return DatasetUnavailableError(
-        f"CIFAR-10 is not available offline: no prepared TFDS dataset 'cifar10' in "
-        f"data_dir={where} ({type(err).__name__}). Run `tfds build cifar10 --data_dir=DIR` on a "
-        "machine with internet, copy DIR here and pass it as data_dir (--config.data_dir=DIR)."
+        f"CIFAR-10 is not prepared in data_dir={_where(data_dir, tfds)} {reason}. Run with internet access "
+        "(TFDS then downloads it, once), or run `tfds build cifar10 --data_dir=DIR` on a machine with internet, "
+        "copy DIR here and pass it as data_dir (--config.data_dir=DIR)."
     )
 
 

@@ -6,7 +6,7 @@ module branches on dataset names:
 | dataset | sample | classes | networks | extra config fields | evaluator | sample grid |
 |---|---|---|---|---|---|---|
 | digits | `[s, s, 1]` | 10 | image | `image_size` | FID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
-| cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`) | image grid (conditional: a class per row) |
+| cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`: its URL or a local copy) | image grid (conditional: a class per row) |
 | ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
 
 With `config.num_classes` set (a conditional GAN) the pipelines yield `(samples, labels)`.
@@ -134,7 +134,7 @@ def _load_inception(config):
     if not config.inception_path:
         return None
     try:
-        return features.InceptionFeatures(config.inception_path)
+        return features.InceptionFeatures(config.inception_path, cache_dir=config.cache_dir, log=print)
     except features.InceptionModuleUnavailableError as err:
         raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path)") from None
 
@@ -150,8 +150,8 @@ def _cifar10_evaluator(config):
 
     def make(cache_dir, log):
         if inception is None:
-            log("FID/IS off: no Inception module; pass --config.inception_path=DIR (TF-GAN's Inception, "
-                "see tf_fusedprop.experiment.features.InceptionFeatures) to score CIFAR-10.")
+            log(f"FID/IS off: no Inception module; pass --config.inception_path={features.InceptionFeatures.MODULE_URL} "
+                "(downloaded once) or a local copy's directory to score CIFAR-10.")
             return None
         key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
         cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")

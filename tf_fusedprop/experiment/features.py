@@ -6,8 +6,8 @@ and `logits(images)` (for IS); the numbers are computed by `metrics`:
 * `DigitsClassifier`: a small CNN trained here, in seconds, on scikit-learn's digits, and
   cached as a `.keras` file. Its scores are only comparable with scores from the same
   classifier (same `image_size`, seed).
-* `InceptionFeatures`: TF-GAN's Inception, the standard network of CIFAR-10 FID/IS. Its
-  weights cannot be downloaded by this package: pass a local copy of the module.
+* `InceptionFeatures`: TF-GAN's Inception, the standard network of CIFAR-10 FID/IS, from its
+  TF-Hub URL (downloaded once into a cache, see `downloads`) or a local copy.
 
 `reference_statistics` caches the real data's `(mu, sigma)` as `.npz`; `fid_from_images`
 scores generated images against them. Every cache file is written atomically.
@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fusedprop.experiment import data
+from tf_fusedprop.experiment import downloads
 from tf_fusedprop.experiment import files
 from tf_fusedprop.experiment import metrics
 
@@ -178,16 +179,17 @@ class DigitsClassifier:
 
 
 class InceptionModuleUnavailableError(ValueError):
-    """The TF-GAN Inception module is not available as a local SavedModel directory."""
+    """The TF-GAN Inception module cannot be downloaded, found or loaded."""
 
 
 class InceptionFeatures:
     """TF-GAN's Inception network, the standard feature extractor for CIFAR-10 FID and IS.
 
     The network is the TF-Hub module `MODULE_URL`, the graph of TTUR's and pytorch-fid's
-    reference FID. This package never downloads it: fetch it on a machine with internet
-    access (e.g. `MODULE_URL + "?tf-hub-format=compressed"` is a .tar.gz), extract it, and pass
-    the directory. It is loaded with `tf.saved_model.load` (tensorflow_hub is not needed) and
+    reference FID. Pass that URL (downloaded once into `cache_dir`, as
+    `MODULE_URL + "?tf-hub-format=compressed"`, a .tar.gz; an offline machine fails in seconds)
+    or the local directory of an extracted copy (for offline machines). It is loaded with
+    `tf.saved_model.load` (tensorflow_hub is not needed) and
     called like TF-GAN's `classifier_fn_from_tfhub`: the loaded object maps a batch
     `[n, 299, 299, 3]` in [-1, 1] to a dict with `pool_3` (2048 features) and `logits`.
 
@@ -200,21 +202,30 @@ class InceptionFeatures:
     MODULE_URL = "https://tfhub.dev/tensorflow/tfgan/eval/inception/1"
     IMAGE_SIZE = 299
 
-    def __init__(self, path_or_url, features_key="pool_3", logits_key="logits"):
-        """Loads the module.
+    def __init__(self, path_or_url, features_key="pool_3", logits_key="logits", cache_dir=None, timeout=None, log=None):
+        """Loads the module, downloading it first if it is a URL not cached yet.
 
         Args:
-          path_or_url: the local directory of the extracted module (any path `tf.io.gfile`
-            reads). A URL is refused: nothing is downloaded.
+          path_or_url: the module's URL: a TF-Hub handle such as `MODULE_URL`, or the
+            `http(s)://` or `file://` URL of its .tar.gz (`downloads.cached_saved_model`); or
+            the local directory of the extracted module (any path `tf.io.gfile` reads).
           features_key, logits_key: output keys of the features and of the logits.
+          cache_dir: where a downloaded module is kept; None for `downloads.default_cache_dir()`
+            (`$TFHUB_CACHE_DIR`, else `~/.cache/tf_fusedprop/tfhub_modules`).
+          timeout: seconds to wait for the server; None for `downloads.TIMEOUT`.
+          log: called with a line before a download (e.g. `print`); None for silence.
 
         Raises:
-          InceptionModuleUnavailableError (a ValueError): `path_or_url` is a URL, does not
-            exist, or is not a loadable SavedModel.
+          InceptionModuleUnavailableError (a ValueError): the URL cannot be downloaded (e.g.
+            offline, within `timeout` seconds), the path does not exist, or it is not a
+            loadable SavedModel.
         """
         path = os.fspath(path_or_url)
-        if path.startswith(("http://", "https://")):
-            raise self._unavailable(path_or_url, "is a URL, and this package downloads nothing")
+        if downloads.is_url(path):
+            try:
+                path = downloads.cached_saved_model(path, cache_dir=cache_dir, timeout=timeout, log=log)
+            except downloads.DownloadError as err:
+                raise self._unavailable(path_or_url, f"could not be downloaded: {err}") from None
         if not tf.io.gfile.exists(path):
             raise self._unavailable(path_or_url, "does not exist")
         try:
@@ -231,10 +242,10 @@ class InceptionFeatures:
     @classmethod
     def _unavailable(cls, path_or_url, reason):
         return InceptionModuleUnavailableError(
-            f"InceptionFeatures needs the TF-GAN Inception module as a local SavedModel directory; "
-            f"received path_or_url={str(path_or_url)!r}, which {reason}. Download {cls.MODULE_URL} "
-            "(append ?tf-hub-format=compressed for a .tar.gz) on a machine with internet, extract it, "
-            "and pass its local directory."
+            f"InceptionFeatures needs the TF-GAN Inception module; received path_or_url={str(path_or_url)!r}, "
+            f"which {reason}. Pass {cls.MODULE_URL} on a machine with internet (downloaded once), or "
+            "download it elsewhere (append ?tf-hub-format=compressed for a .tar.gz), extract it, and pass "
+            "its local directory."
         )
 
     def _outputs(self, images, batch_size):

@@ -8,7 +8,8 @@ exports G and writes `summary.json`. The workdir holds:
 
 | path | what |
 |---|---|
-| `config.json` | the run's config; a rerun must match it |
+| `config.json` | the run's config; a rerun must match it, except for the learning rates |
+| `learning_rates.json` | the learning-rate changes of reruns (epoch, step, from, to), if any |
 | `samples/epoch_XXXX.png` | a sample grid (2-D data: a scatter plot) after every epoch |
 | `logs/` | TensorBoard events: losses, logits, steps/s, metrics, sample grids, config |
 | `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
@@ -18,7 +19,8 @@ exports G and writes `summary.json`. The workdir holds:
 
 Resume: rerunning with the same workdir and config continues after the last completed
 epoch with the same step count, weights, optimizer state and latent stream (the data order
-is reshuffled from a seed folded with the epoch). Earlier epochs' files are kept. Without an
+is reshuffled from a seed folded with the epoch). Earlier epochs' files are kept. A rerun may
+change `d_lr` and `g_lr` (recorded in `learning_rates.json`); the rest must match. Without an
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 
@@ -26,6 +28,10 @@ Metrics per dataset (see `datasets`): digits, FID (and classifier score) under
 `features.DigitsClassifier`; CIFAR-10, FID and IS under TF-GAN's Inception when
 `config.inception_path` is set; 2-D mixtures, modes covered and the fraction of
 high-quality samples (`metrics.mode_coverage`).
+
+Divergence: when a player's loss or gradients become non-finite, training stops at that
+batch (`divergence.DivergenceMonitor`) with `divergence.TrainingDivergedError`; the diverged
+epoch writes nothing, so `backup/` keeps the last good checkpoint to resume from.
 """
 
 import dataclasses
@@ -41,6 +47,7 @@ from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import precision as fp_precision
 from tf_fusedprop.experiment import callbacks
 from tf_fusedprop.experiment import datasets
+from tf_fusedprop.experiment import divergence
 from tf_fusedprop.experiment import files
 from tf_fusedprop.experiment import summaries
 from tf_fusedprop.experiment import workdir as fp_workdir
@@ -61,15 +68,19 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
 
     Returns:
       The summary (also written to `workdir/summary.json`): `steps` (G updates in total),
-      `d_steps`, `epochs`, `steps_per_second` and `train_seconds` (this process's epochs,
-      tracing included; None and 0 when nothing was left to train), `wall_seconds` (this
-      process), `resumed_from_epoch`, `metrics` (the last evaluation), `final_metric`
-      (`{"name", "value"}`), paths `workdir`, `samples`, `generator`, and `config`.
+      `d_steps`, `epochs`, `learning_rate_changes` (`workdir.learning_rate_changes`),
+      `steps_per_second` and `train_seconds` (this process's epochs, tracing included; None
+      and 0 when nothing was left to train), `wall_seconds` (this process),
+      `resumed_from_epoch`, `metrics` (the last evaluation), `final_metric` (`{"name",
+      "value"}`), paths `workdir`, `samples`, `generator`, and `config`.
 
     Raises:
       ConfigError: invalid config, unwritable workdir, or a workdir holding another run.
-      tf_fusedprop.experiment.data.DatasetUnavailableError: CIFAR-10 is not prepared locally.
+      tf_fusedprop.experiment.data.DatasetUnavailableError: CIFAR-10 is neither prepared nor
+        downloadable.
       tf_fusedprop.experiment.features.InceptionModuleUnavailableError: bad `config.inception_path`.
+      tf_fusedprop.experiment.divergence.TrainingDivergedError: a loss or gradient became
+        non-finite; the last good checkpoint is kept.
     """
     start = time.perf_counter()
     validate(config)
@@ -85,6 +96,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     make_evaluator = spec.evaluator(config) if config.eval_samples else None
     dataset = spec.pipeline(config, _data_seed(config, checkpoint.metadata()))
     fp_workdir.make_workdir(workdir, config)
+    rates_changed = fp_workdir.record_learning_rates(workdir, config, checkpoint.metadata())
     evaluator = make_evaluator(config.cache_dir or os.path.join(workdir, "cache"), _print) if make_evaluator else None
 
     # Build: the GAN, restored from the last checkpoint, and the callbacks.
@@ -93,6 +105,8 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     keras.utils.set_random_seed(config.seed)
     gan = build_gan(config, precision)
     initial_epoch = checkpoint.restore(gan)
+    # The checkpoint holds the optimizers' learning rates too; the config's are used.
+    gan.d_optimizer.learning_rate, gan.g_optimizer.learning_rate = config.d_lr, config.g_lr
     epochs, steps_per_epoch = schedule(config)
     run = _Callbacks.create(config, spec, workdir, evaluator, checkpoint, initial_epoch * steps_per_epoch)
 
@@ -103,10 +117,16 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     )
     if initial_epoch:
         _print(f"Resuming from epoch {initial_epoch}/{epochs} ({int(gan.g_optimizer.iterations.numpy())} steps done).")
-    gan.fit(
-        dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch,
-        callbacks=run.all, verbose=verbose, shuffle=False,
-    )
+    if rates_changed:
+        _print(fp_workdir.describe_learning_rate_change(workdir, rates_changed))
+    try:
+        gan.fit(
+            dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch,
+            callbacks=[divergence.DivergenceMonitor(checkpoint, workdir)] + run.all, verbose=verbose, shuffle=False,
+        )
+    except divergence.TrainingDivergedError:
+        run.writer.close()
+        raise
 
     # Finish: the last metrics, G exported, summary.json.
     return _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precision)
@@ -204,6 +224,7 @@ def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precisio
         "steps": int(gan.g_optimizer.iterations.numpy()),
         "d_steps": int(gan.d_optimizer.iterations.numpy()),
         "epochs": epochs,
+        "learning_rate_changes": fp_workdir.learning_rate_changes(workdir),
         "steps_per_second": run.throughput.steps_per_second,
         "train_seconds": run.throughput.seconds,
         "wall_seconds": time.perf_counter() - start,

@@ -2,7 +2,9 @@
 
 A workdir belongs to one config: `config.json` is written when the run starts, a rerun with
 the same config resumes it (`callbacks.BackupAndRestore`), another config is refused, and a
-finished run (`summary.json`) is not trained again.
+finished run (`summary.json`) is not trained again. Only the learning rates (`RESUMABLE_CHANGES`)
+may differ on a rerun, e.g. to resume a diverged run more gently: `record_learning_rates` then
+appends the change to `learning_rates.json` and `config.json` takes the new rates.
 """
 
 import datetime
@@ -12,10 +14,21 @@ import os
 from tf_fusedprop.experiment import files
 from tf_fusedprop.experiment.config import ConfigError, json_values
 
-__all__ = ["completed_run", "default_workdir", "make_workdir"]
+__all__ = [
+    "RESUMABLE_CHANGES",
+    "completed_run",
+    "default_workdir",
+    "describe_learning_rate_change",
+    "learning_rate_changes",
+    "make_workdir",
+    "record_learning_rates",
+]
 
 CONFIG = "config.json"
 SUMMARY = "summary.json"
+LEARNING_RATES = "learning_rates.json"
+#: The config fields that a rerun may change: the run resumes with the new values.
+RESUMABLE_CHANGES = ("d_lr", "g_lr")
 
 
 def default_workdir(config, runs_root="runs"):
@@ -50,9 +63,9 @@ def _flatten(value, prefix=""):
     return {prefix[:-1]: value}
 
 
-def _first_difference(old, new):
+def _first_difference(old, new, ignore=()):
     old, new = _flatten(old), _flatten(new)
-    for key in sorted(set(old) | set(new)):
+    for key in sorted((set(old) | set(new)) - set(ignore)):
         if old.get(key, "<absent>") != new.get(key, "<absent>"):
             return key, old.get(key, "<absent>"), new.get(key, "<absent>")
     return None
@@ -62,17 +75,18 @@ def completed_run(workdir, config):
     """The summary of the run of `config` that `workdir` holds if it is complete, else None.
 
     Raises:
-      ConfigError: `workdir` holds a run of another config.
+      ConfigError: `workdir` holds a run of another config (other than in `RESUMABLE_CHANGES`).
     """
     config_path = os.path.join(workdir, CONFIG)
     if not os.path.exists(config_path):
         return None
-    difference = _first_difference(files.read_json(config_path), json_values(config))
+    difference = _first_difference(files.read_json(config_path), json_values(config), ignore=RESUMABLE_CHANGES)
     if difference:
         key, old, new = difference
         raise ConfigError(
             f"workdir {workdir} holds a run with a different config (config.{key}: {old!r} there, {new!r} now); "
-            "rerun with the same config to resume it, or pass a new --workdir."
+            f"rerun with the same config to resume it (only {', '.join(RESUMABLE_CHANGES)} may change), "
+            "or pass a new --workdir."
         )
     summary_path = os.path.join(workdir, SUMMARY)
     return files.read_json(summary_path) if os.path.exists(summary_path) else None
@@ -98,3 +112,48 @@ def make_workdir(workdir, config):
     config_path = os.path.join(workdir, CONFIG)
     if not os.path.exists(config_path):
         files.write_json(config_path, json_values(config))
+
+
+def learning_rate_changes(workdir):
+    """The learning-rate changes of the run in `workdir`, oldest first (`record_learning_rates`)."""
+    path = os.path.join(workdir, LEARNING_RATES)
+    return files.read_json(path) if os.path.exists(path) else []
+
+
+def record_learning_rates(workdir, config, checkpoint=None):
+    """Records that this rerun changes the learning rates of the run in `workdir`, if it does.
+
+    Appends `{"epoch", "step", "d_lr": {"from", "to"}, "g_lr": {"from", "to"}}` (the
+    checkpoint the run resumes from, 0 for none) to `learning_rates.json`, then writes the new
+    rates into `config.json`; both atomically. Call it after `completed_run` and `make_workdir`.
+
+    Args:
+      workdir: the run's directory, holding its `config.json`.
+      config: this rerun's config.
+      checkpoint: the metadata of the checkpoint the run resumes from
+        (`callbacks.BackupAndRestore.metadata()`), or None.
+
+    Returns:
+      The change recorded, or None if the rates are those of `config.json`.
+    """
+    config_path = os.path.join(workdir, CONFIG)
+    stored, wanted = files.read_json(config_path), json_values(config)
+    if all(stored.get(key) == wanted[key] for key in RESUMABLE_CHANGES):
+        return None
+    change = {
+        "epoch": checkpoint["epoch"] if checkpoint else 0,
+        "step": checkpoint["steps"] if checkpoint else 0,
+        **{key: {"from": stored.get(key), "to": wanted[key]} for key in RESUMABLE_CHANGES},
+    }
+    changes = learning_rate_changes(workdir)
+    if not changes or changes[-1] != change:  # Not twice when killed before config.json was written.
+        files.write_json(os.path.join(workdir, LEARNING_RATES), changes + [change])
+    files.write_json(config_path, {**stored, **{key: wanted[key] for key in RESUMABLE_CHANGES}})
+    return change
+
+
+def describe_learning_rate_change(workdir, change):
+    """One line saying what `record_learning_rates` recorded."""
+    rates = ", ".join(f"{key} {change[key]['from']:g} -> {change[key]['to']:g}" for key in RESUMABLE_CHANGES)
+    start = f"from epoch {change['epoch']} (step {change['step']})" if change["epoch"] else "from the start"
+    return f"Learning rates changed {start}: {rates}; recorded in {os.path.join(workdir, LEARNING_RATES)}."

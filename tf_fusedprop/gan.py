@@ -158,12 +158,11 @@ class FusedPropGAN(keras.Model):
         self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
         self.real_logit_tracker = keras.metrics.Mean(name="real_logit")
         self.fake_logit_tracker = keras.metrics.Mean(name="fake_logit")
-        # Replicas agree on these (the flags are all-reduced), so the first replica's value is kept.
-        self.first_nonfinite_step = keras.Variable(
-            -1, dtype="int64", trainable=False, aggregation="only_first_replica", name="first_nonfinite_step"
-        )
-        self.nonfinite_players = keras.Variable(
-            0, dtype="int32", trainable=False, aggregation="only_first_replica", name="nonfinite_players"
+        # The first non-finite update as one number, `4 * step + players` (bit 1: D, bit 2: G),
+        # -1 for none, so that it is written and read at once. Replicas agree on it (the flags
+        # are all-reduced), so the first replica's value is kept.
+        self.first_nonfinite = keras.Variable(
+            -1, dtype="int64", trainable=False, aggregation="only_first_replica", name="first_nonfinite"
         )
         self.d_optimizer = None
         self.g_optimizer = None
@@ -254,10 +253,10 @@ class FusedPropGAN(keras.Model):
         """None, or `{"step": s, "players": [...]}` for the first update (1-based G update
         count) whose losses or gradients were not finite, naming "discriminator" and/or
         "generator"."""
-        step = int(self.first_nonfinite_step.numpy())
-        if step < 0:
+        record = int(self.first_nonfinite.numpy())
+        if record < 0:
             return None
-        bits = int(self.nonfinite_players.numpy())
+        step, bits = divmod(record, 4)
         return {"step": step, "players": [name for bit, name in ((1, "discriminator"), (2, "generator")) if bits & bit]}
 
     def train_step(self, data):
@@ -418,13 +417,12 @@ class FusedPropGAN(keras.Model):
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
     def _record_nonfinite(self, updates, players_ok):
-        bits = tf.constant(0, tf.int32)
+        bits = tf.constant(0, tf.int64)
         for (_, _, model, _), ok in zip(updates, players_ok):
-            bit = 1 if model is self.discriminator else 2
-            bits += tf.where(ok, 0, bit)
-        first = tf.logical_and(bits > 0, self.first_nonfinite_step < 0)
-        self.first_nonfinite_step.assign(tf.where(first, self.g_optimizer.iterations + 1, self.first_nonfinite_step))
-        self.nonfinite_players.assign(tf.where(first, bits, self.nonfinite_players))
+            bits += tf.where(ok, tf.constant(0, tf.int64), 1 if model is self.discriminator else 2)
+        first = tf.logical_and(bits > 0, self.first_nonfinite < 0)
+        record = 4 * (tf.cast(self.g_optimizer.iterations, tf.int64) + 1) + bits
+        self.first_nonfinite.assign(tf.where(first, record, self.first_nonfinite))
 
     def _update_ema(self):
         if self._ema is not None:

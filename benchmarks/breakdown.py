@@ -7,20 +7,15 @@ Prints the median seconds of each pass (graph mode), then the sums that model a 
 alternating step, and their ratio.
 """
 
-import os
 import statistics
-import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import keras
+import tensorflow as tf
+from absl import app, flags
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from absl import app, flags  # noqa: E402
-
-from tf_fusedprop import networks  # noqa: E402
+from tf_fusedprop import networks
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("network", "sngan_cnn", "Reference network pair.")
@@ -41,6 +36,7 @@ def timed(fn):
 
 def main(argv):
     del argv
+    print(machine.header())
     n = FLAGS.batch_size
     make_g, make_d = networks.get(FLAGS.network)
     keras.utils.set_random_seed(0)

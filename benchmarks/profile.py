@@ -19,23 +19,18 @@ another checkout: `PYTHONPATH=/path/to/checkout python benchmarks/profile.py`.
 import collections
 import glob
 import os
-import platform
-import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from absl import app, flags  # noqa: E402
-from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
-
-import tf_fusedprop as fp  # noqa: E402
-from tf_fusedprop import networks  # noqa: E402
+import tf_fusedprop as fp
+from tf_fusedprop import networks
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
@@ -45,23 +40,6 @@ flags.DEFINE_integer("steps", 5, "Profiled steps per form.")
 flags.DEFINE_string("mixed_precision", "float32", "Keras dtype policy of both networks.")
 flags.DEFINE_integer("top", 25, "Op types listed (by the first form's time).")
 flags.DEFINE_string("trace_dir", None, "Keep the traces here (default: a temporary directory).")
-
-
-def cpu_header():
-    """One line: CPU model, the flags that decide precision and oneDNN, core count."""
-    model, found = platform.processor() or "cpu", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model in ("cpu", ""):
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    found = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile")
-    return f"{model}; flags: {' '.join(f for f in wanted if f in found) or 'none of interest'}; {os.cpu_count()} cpus"
 
 
 def build_step(form, real):
@@ -109,7 +87,7 @@ def main(argv):
     make_g, _ = networks.get(FLAGS.network)
     shape = make_g().output_shape[1:]
     real = tf.constant(np.random.default_rng(0).uniform(-1, 1, (FLAGS.batch_size,) + shape).astype("float32"))
-    print(f"{cpu_header()}; tf {tf.__version__}, keras {keras.__version__}, oneDNN={os.environ['TF_ENABLE_ONEDNN_OPTS']}")
+    print(machine.header())
     print(f"network={FLAGS.network} batch={FLAGS.batch_size} precision={FLAGS.mixed_precision} steps={FLAGS.steps} "
           f"tf_fusedprop={os.path.dirname(fp.__file__)}")
     root = FLAGS.trace_dir or tempfile.mkdtemp(prefix="fusedprop-profile-")

@@ -1,51 +1,62 @@
-"""Seconds per training step of every form, measured side by side in one process.
+"""Seconds per training step of every form and lever, measured side by side in one process.
 
     python benchmarks/speed.py [--network=sngan_cnn] [--batch_size=64] [--rounds=5]
-                               [--steps_per_round=3] [--mixed_precision] [--jit_compile]
+                               [--steps_per_round=3] [--forms=...] [--variants=float32,...]
                                [--profile_dir=DIR]
 
-SNGAN CNN for CIFAR-10 shapes (FusedProp paper, Table 2), random data. Every form is traced and
-warmed up, then the forms are timed in interleaved rounds (so that machine noise hits them all
-alike); the table gives the median seconds per step and the speed-up of each form against
+Every (variant, form) pair is built, traced and warmed up, then all are timed in interleaved
+rounds (so that machine noise hits them alike); the table gives the median seconds per step
+(best round in brackets) and, per variant, the speed-up of each form against
 
 * `alternating`: our efficient conventional step (the G step forms D's input gradients only);
-* `alternating_paper`: the paper-style conventional step whose G step also forms D's parameter
-  gradients and discards them (what the paper's 1.5x is measured against).
+* `alternating_paper`: the paper-style conventional step whose G step also forms D's
+  parameter gradients and discards them (what the paper's 1.5x is measured against);
 
-A last line prints the same numbers as JSON. `--profile_dir` writes a TF profiler trace of a
-few fused steps (open it with TensorBoard's profile plugin).
+and, per form, the speed-up of each variant against the first variant (a lever's effect).
+
+A variant is a `+`-joined set of levers:
+
+| lever | meaning |
+|---|---|
+| `float32`, `mixed_bfloat16`, `mixed_float16`, `auto` | the networks' dtype policy (`auto`: `tf_fusedprop.precision.choose`) |
+| `xla` | `jit_compile=True` for the step |
+| `calls=K` | K training steps per `tf.function` call (as `steps_per_execution=K` in `fit`) |
+| `keras_leaky_relu` | D built with `keras.layers.LeakyReLU` instead of `tf_fusedprop.layers.LeakyReLU` (whose gradient keeps Grappler's Conv/MatMul+BiasAdd+LeakyRelu fusion) |
+
+e.g. `--variants=float32,keras_leaky_relu,mixed_bfloat16,mixed_bfloat16+xla`. The header
+gives the CPU, its flags, TensorFlow and oneDNN; a last line prints everything as JSON.
+`--profile_dir` writes a TF profiler trace of a few steps of the first (variant, form).
 """
 
+import contextlib
 import json
-import os
 import statistics
-import sys
 import time
+from unittest import mock
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# TensorFlow enables oneDNN by default only on CPUs with AVX512-VNNI/BF16/AMX; on others (e.g.
-# AVX2-only EPYC) turning it on measured 1.4-2.5x faster here. Set TF_ENABLE_ONEDNN_OPTS=0 to compare.
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from absl import app, flags  # noqa: E402
-
-import tf_fusedprop as fp  # noqa: E402
-from tf_fusedprop import networks  # noqa: E402
+import tf_fusedprop as fp
+from tf_fusedprop import layers as fp_layers
+from tf_fusedprop import networks, precision
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
 flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).")
 flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds; the median over rounds is reported.")
-flags.DEFINE_integer("steps_per_round", 3, "Steps per form per round.")
-flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per form after tracing.")
+flags.DEFINE_integer("steps_per_round", 3, "Steps per (variant, form) per round.")
+flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per (variant, form) after tracing.")
 flags.DEFINE_list("forms", "alternating,alternating_paper,fused,inverse,adaptive", "Forms to time.")
-flags.DEFINE_bool("mixed_precision", False, "Use the mixed_bfloat16 policy.")
-flags.DEFINE_bool("jit_compile", False, "Compile the step with XLA.")
-flags.DEFINE_string("profile_dir", None, "Write a TF profiler trace of fused steps here.")
+flags.DEFINE_list("variants", "float32", "Variants to time, each a '+'-joined set of levers (see the docstring).")
+flags.DEFINE_bool("mixed_precision", False, "Shorthand for --variants=mixed_bfloat16.")
+flags.DEFINE_bool("jit_compile", False, "Shorthand: add +xla to every variant.")
+flags.DEFINE_string("profile_dir", None, "Write a TF profiler trace of the first (variant, form) here.")
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
 
 class PaperStyleAlternatingGAN(fp.FusedPropGAN):
@@ -75,71 +86,108 @@ class PaperStyleAlternatingGAN(fp.FusedPropGAN):
         return {"d_loss": d.d_loss, "g_loss": g.g_loss}
 
 
-def build_step(form, real):
+def parse_variant(variant):
+    """`{"precision", "xla", "calls", "keras_leaky_relu"}` of a `+`-joined variant string."""
+    levers = {"precision": "float32", "xla": False, "calls": 1, "keras_leaky_relu": False}
+    for lever in filter(None, variant.split("+")):
+        if lever in PRECISIONS:
+            levers["precision"] = lever
+        elif lever in ("xla", "keras_leaky_relu"):
+            levers[lever] = True
+        elif lever.startswith("calls="):
+            levers["calls"] = int(lever.split("=", 1)[1])
+        else:
+            raise app.UsageError(f"unknown lever {lever!r} in variant {variant!r}; see --helpfull")
+    if FLAGS.jit_compile:
+        levers["xla"] = True
+    return levers
+
+
+def build_step(form, variant, real):
+    """A function `run(n)` that trains `n` steps of `form` under `variant` and waits for them."""
+    levers = parse_variant(variant)
+    policy = precision.choose(levers["precision"])
     make_g, make_d = networks.get(FLAGS.network)
-    dtype = "mixed_bfloat16" if FLAGS.mixed_precision else None
     keras.utils.set_random_seed(0)
+    activation = mock.patch.object(fp_layers, "LeakyReLU", keras.layers.LeakyReLU)
+    with activation if levers["keras_leaky_relu"] else contextlib.nullcontext():
+        generator, discriminator = make_g(dtype=policy.layer_dtype), make_d(dtype=policy.layer_dtype)
     if form == "alternating_paper":
-        gan = PaperStyleAlternatingGAN(make_g(dtype=dtype), make_d(dtype=dtype), loss="nonsaturating", seed=0)
+        gan = PaperStyleAlternatingGAN(generator, discriminator, loss="nonsaturating", seed=0)
     else:
-        gan = fp.FusedPropGAN(make_g(dtype=dtype), make_d(dtype=dtype), loss="nonsaturating", form=form, seed=0)
-    gan.compile(
-        d_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999),
-        g_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999),
-    )
-    step = tf.function(gan.train_step, jit_compile=FLAGS.jit_compile)
+        gan = fp.FusedPropGAN(generator, discriminator, loss="nonsaturating", form=form, seed=0)
+
+    def adam():
+        optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999)
+        return keras.optimizers.LossScaleOptimizer(optimizer) if policy.loss_scaling else optimizer
+
+    gan.compile(d_optimizer=adam(), g_optimizer=adam())
+    calls = levers["calls"]
+
+    @tf.function(jit_compile=levers["xla"])
+    def steps(real):
+        logs = gan.train_step(real)
+        for _ in tf.range(calls - 1):
+            logs = gan.train_step(real)
+        return logs
 
     def run(n):
-        for _ in range(n):
-            logs = step(real)
+        for _ in range(max(1, n // calls)):
+            logs = steps(real)
         float(logs["d_loss"])  # wait for the device
 
-    return run
+    return run, max(1, FLAGS.steps_per_round // calls) * calls
 
 
 def main(argv):
     del argv
+    variants = ["mixed_bfloat16"] if FLAGS.mixed_precision and FLAGS.variants == ["float32"] else FLAGS.variants
     make_g, _ = networks.get(FLAGS.network)
     shape = make_g().output_shape[1:]
     real = tf.constant(np.random.default_rng(0).uniform(-1, 1, (FLAGS.batch_size,) + shape).astype("float32"))
-    print(f"network={FLAGS.network} batch={FLAGS.batch_size} mixed_precision={FLAGS.mixed_precision} "
-          f"jit_compile={FLAGS.jit_compile} onednn={os.environ['TF_ENABLE_ONEDNN_OPTS']} tf={tf.__version__} "
-          f"keras={keras.__version__} cpus={os.cpu_count()}")
-    runs = {}
-    for form in FLAGS.forms:
-        start = time.perf_counter()
-        runs[form] = build_step(form, real)
-        runs[form](1 + FLAGS.warmup_steps)
-        print(f"  traced and warmed up {form:<18} in {time.perf_counter() - start:6.1f} s", flush=True)
-
-    times = {form: [] for form in runs}
-    for r in range(FLAGS.rounds):
-        for form, run in runs.items():
+    print(machine.header())
+    print(f"network={FLAGS.network} batch={FLAGS.batch_size} rounds={FLAGS.rounds} steps/round={FLAGS.steps_per_round} "
+          f"precision auto={precision.choose('auto').policy}")
+    runs, steps_per_round = {}, {}
+    for variant in variants:
+        for form in FLAGS.forms:
             start = time.perf_counter()
-            run(FLAGS.steps_per_round)
-            times[form].append((time.perf_counter() - start) / FLAGS.steps_per_round)
-        print(f"  round {r + 1}/{FLAGS.rounds}: " + ", ".join(f"{f} {t[-1]:.3f}" for f, t in times.items()), flush=True)
+            runs[variant, form], steps_per_round[variant, form] = build_step(form, variant, real)
+            runs[variant, form](1 + FLAGS.warmup_steps)
+            print(f"  traced and warmed up {variant:<28} {form:<18} in {time.perf_counter() - start:6.1f} s", flush=True)
 
-    median = {form: statistics.median(t) for form, t in times.items()}
-    best = {form: min(t) for form, t in times.items()}
-    baselines = [b for b in ("alternating", "alternating_paper") if b in median]
+    times = {key: [] for key in runs}
+    for r in range(FLAGS.rounds):
+        for key, run in runs.items():
+            start = time.perf_counter()
+            run(steps_per_round[key])
+            times[key].append((time.perf_counter() - start) / steps_per_round[key])
+        print(f"  round {r + 1}/{FLAGS.rounds}: " + ", ".join(f"{v}/{f} {t[-1]:.4f}" for (v, f), t in times.items()), flush=True)
+
+    median = {key: statistics.median(t) for key, t in times.items()}
+    best = {key: min(t) for key, t in times.items()}
+    baselines = [b for b in ("alternating", "alternating_paper") if b in FLAGS.forms]
     print()
-    print("median over rounds (best round in brackets; on a busy machine trust the best)")
-    print(f"{'form':<18} {'s/step':>15} " + " ".join(f"{'vs ' + b:>24}" for b in baselines))
-    for form, seconds in median.items():
-        print(f"{form:<18} {seconds:6.3f} ({best[form]:6.3f}) " + " ".join(
-            f"{median[b] / seconds:13.2f}x ({best[b] / best[form]:.2f}x)" for b in baselines))
+    print("median s/step over rounds (best round in brackets; on a busy machine trust the best)")
+    columns = [f"vs {b}" for b in baselines] + ([f"vs {variants[0]}"] if len(variants) > 1 else [])
+    print(f"{'variant':<28} {'form':<18} {'s/step':>17} " + " ".join(f"{c:>26}" for c in columns))
+    for (variant, form), seconds in median.items():
+        cells = [(median[variant, b] / seconds, best[variant, b] / best[variant, form]) for b in baselines]
+        if len(variants) > 1:
+            cells.append((median[variants[0], form] / seconds, best[variants[0], form] / best[variant, form]))
+        print(f"{variant:<28} {form:<18} {seconds:8.4f} ({best[variant, form]:.4f}) "
+              + " ".join(f"{m:15.2f}x ({b:.2f}x)" for m, b in cells))
     print(json.dumps({
-        "network": FLAGS.network, "batch_size": FLAGS.batch_size, "mixed_precision": FLAGS.mixed_precision,
-        "jit_compile": FLAGS.jit_compile, "onednn": os.environ["TF_ENABLE_ONEDNN_OPTS"],
-        "seconds_per_step": median, "best_seconds_per_step": best,
-        "speedup": {b: {f: median[b] / s for f, s in median.items()} for b in baselines},
-        "best_speedup": {b: {f: best[b] / s for f, s in best.items()} for b in baselines},
+        "header": machine.header(), "network": FLAGS.network, "batch_size": FLAGS.batch_size,
+        "seconds_per_step": {f"{v}/{f}": s for (v, f), s in median.items()},
+        "best_seconds_per_step": {f"{v}/{f}": s for (v, f), s in best.items()},
+        "speedup": {f"{v}/{b}": {f: median[v, b] / median[v, f] for (vv, f) in median if vv == v}
+                    for v in variants for b in baselines},
     }))
 
     if FLAGS.profile_dir:
         tf.profiler.experimental.start(FLAGS.profile_dir)
-        runs["fused" if "fused" in runs else next(iter(runs))](3)
+        next(iter(runs.values()))(3)
         tf.profiler.experimental.stop()
         print(f"profiler trace written to {FLAGS.profile_dir}")
 

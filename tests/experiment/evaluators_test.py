@@ -33,6 +33,32 @@ class ImageEvaluatorTest(tu.TestCase):
         )
 
 
+    def test_kid_with_the_real_features_and_nan_for_a_diverged_generator(self):
+        rng = np.random.default_rng(0)
+        real = rng.normal(size=(50, 3))
+
+        class Extractor:
+            def features(self, images):
+                return np.asarray(images)
+
+            def logits(self, images):
+                return np.zeros((len(images), 10))
+
+        latents = rng.normal(size=(40, 3)).astype(np.float32)
+        evaluator = evaluators.ImageEvaluator(
+            Extractor(), metrics.activation_statistics(real), latents, "test", real_features=real, kid_subsets=3,
+            kid_subset_size=20,
+        )
+        result = evaluator(lambda z, training: z)
+        kid = metrics.kernel_inception_distance(latents, real, num_subsets=3, subset_size=20)[0]
+        self.assertEqual(set(result), {"fid", "inception_score", "kid"})
+        self.assertAllClose(result["kid"], kid)
+        self.assertIn(f"KID: {kid:.4f}, inception score", evaluator.describe(result))
+        diverged = evaluator(lambda z, training: z * np.float32("nan"))
+        self.assertEqual(set(diverged), {"fid", "inception_score", "kid"})
+        self.assertTrue(np.isnan(list(diverged.values())).all())
+
+
 class MixtureEvaluatorTest(tu.TestCase):
     def test_exact_and_collapsed_generators(self):
         centers, std = data.mixture_spec("ring8")

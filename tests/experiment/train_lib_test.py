@@ -76,7 +76,11 @@ class TrainTest(tu.TestCase):
         self.assertTrue(os.path.exists(os.path.join(run, "generator", "saved_model.pb")))
         self.assertNotEmpty(os.listdir(os.path.join(run, "logs")))
         image_data = config.dataset in ("digits", "cifar10")
-        self.assertEqual(set(summary["metrics"]), {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"})
+        metric_names = {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"}
+        self.assertEqual(set(summary["metrics"]), metric_names | ({"kid"} if config.dataset == "digits" else set()))
+        self.assertEqual([(h["epoch"], h["step"], h["finite"]) for h in summary["history"]], [(1, 1, True), (2, 2, True)])
+        self.assertEqual(summary["history"][-1]["metrics"], summary["metrics"])
+        self.assertEqual(summary["history"][-1]["train_seconds"], summary["train_seconds"])
         self.assertEqual(summary["final_metric"]["value"], summary["metrics"][summary["final_metric"]["name"]])
         self.assertIn("FID (" if image_data else "modes covered: ", printed)
         if cifar10:

@@ -5,7 +5,7 @@ module branches on dataset names:
 
 | dataset | sample | networks | extra config fields | evaluator | sample grid |
 |---|---|---|---|---|---|
-| digits | `[s, s, 1]` | image | `image_size` | FID/IS under `features.DigitsClassifier` | image grid |
+| digits | `[s, s, 1]` | image | `image_size` | FID/KID/IS under `features.DigitsClassifier` | image grid |
 | cifar10 | `[32, 32, 3]` | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`) | image grid |
 | ring8, grid25 | `[2]` | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
 
@@ -76,10 +76,11 @@ def _digits_evaluator(config):
         log(f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
             f"({'trained now' if classifier.trained else 'cached'} in {cache_dir}).")
         cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
-        reference = features.reference_statistics(
-            classifier, None if os.path.exists(cache) else data.digits_array(config.image_size), cache
+        real = data.digits_array(config.image_size)  # 1,797 images: their features (for KID) take ms.
+        reference = features.reference_statistics(classifier, real, cache)
+        return evaluators.ImageEvaluator(
+            classifier, reference, _evaluation_latents(config), "digits classifier", real_features=classifier.features(real)
         )
-        return evaluators.ImageEvaluator(classifier, reference, _evaluation_latents(config), "digits classifier")
 
     return make
 

@@ -32,32 +32,48 @@ def generate(generator, latents, batch_size=500):
 
 
 class ImageEvaluator:
-    """FID (and IS, or the classifier score) of generated images under a feature extractor.
+    """FID (and IS, or the classifier score; KID given the real features) of generated images
+    under a feature extractor.
+
+    A generator whose images are not all finite (a diverged run) scores NaN on every metric.
 
     Args:
       extractor: an object with `features(images)` and `logits(images)` (`features` module).
       reference: `(mu, sigma)` of the real images' features.
       latents: the fixed latents, `[n, latent_dim]`.
       label: the extractor's name in `describe`.
+      real_features: the real images' features `[m, d]`, for KID (`metrics.kernel_inception_distance`:
+        `kid_subsets` subsets of `kid_subset_size` rows); None: no KID.
     """
 
     primary = "fid"
 
-    def __init__(self, extractor, reference, latents, label):
+    def __init__(self, extractor, reference, latents, label, real_features=None, kid_subsets=10, kid_subset_size=1000):
         self.extractor, self.reference, self.latents, self.label = extractor, reference, latents, label
+        self.real_features = real_features
+        self.kid_subsets, self.kid_subset_size = kid_subsets, kid_subset_size
 
     def __call__(self, generator):
         images = generate(generator, self.latents)
-        mu, sigma = metrics.activation_statistics(self.extractor.features(images))
+        names = ("fid", "inception_score") + (() if self.real_features is None else ("kid",))
+        if not np.isfinite(images).all():
+            return dict.fromkeys(names, float("nan"))
+        acts = self.extractor.features(images)
         logits = self.extractor.logits(images)
-        return {
-            "fid": metrics.frechet_distance(mu, sigma, *self.reference),
+        values = {
+            "fid": metrics.frechet_distance(*metrics.activation_statistics(acts), *self.reference),
             "inception_score": metrics.inception_score(logits, splits=min(10, len(logits)))[0],
         }
+        if self.real_features is not None:
+            values["kid"] = metrics.kernel_inception_distance(
+                acts, self.real_features, num_subsets=self.kid_subsets, subset_size=self.kid_subset_size
+            )[0]
+        return values
 
     def describe(self, values):
+        kid = f", KID: {values['kid']:.4f}" if "kid" in values else ""
         return (
-            f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}, "
+            f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}{kid}, "
             f"inception score: {values['inception_score']:.2f}"
         )
 

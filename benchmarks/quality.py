@@ -1,9 +1,9 @@
 """Time-to-quality: sample quality against training seconds and G updates, per form, over seeds.
 
     python benchmarks/quality.py                 # the full grid (80 runs, ~1 h on 2 CPU cores)
-    python benchmarks/quality.py --quick         # a reduced grid in a few minutes
+    python benchmarks/quality.py --quick         # a reduced grid (QUICK, QUICK_SEEDS): ~4 min
     python benchmarks/quality.py --report_only   # rewrite results.md and quality.png from results.json
-    python benchmarks/quality.py --tasks=ring8 --forms=alternating,fused --seeds=5 \\
+    python benchmarks/quality.py --tasks=ring8 --losses=nonsaturating --forms=fused --seeds=5 \\
         --override=g_lr=5e-4 --out=runs/quality_glr  # an investigation: any config field changed
 
 Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>.py` with only
@@ -15,9 +15,10 @@ Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>
   adaptive and simultaneous; ring8 also with the hinge loss (alternating, inverse, adaptive);
 * 5 seeds (0-4) on the 2-D tasks, 3 on digits.
 
-Runs go one after another in this process (the Keras session cleared between them), in
-seed-major order: every form of seed 0, then of seed 1..., so machine noise hits all forms
-alike. Per run, `results.json` keeps the metrics after every evaluation with their G update
+Runs go one after another in this process (the Keras session cleared between them; a
+subprocess each would pay TensorFlow's import, ~4 s, 80 times), after an untimed warm-up run
+per task (first tracing, the digits classifier), in seed-major order: every form of seed 0,
+then of seed 1..., so machine noise hits all forms alike. Per run, `results.json` keeps the metrics after every evaluation with their G update
 and training seconds (epoch time, evaluation, sample grids and checkpoints excluded; the first
 epoch includes tracing) from the run's `summary.json` `history`, and whether and where the run
 diverged: a run whose losses become non-finite is counted (`diverged`), its metrics from then
@@ -31,8 +32,9 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 | `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
 
 Resumable: a rerun skips the runs that `results.json` holds with the same config (done or
-diverged; a run that failed otherwise is retried), and restarts an unfinished run from scratch (a resumed run would retrace, and its training seconds would
-restart: its time would not compare). A `results.json` that holds a run of another config
+diverged; a run that failed otherwise is retried), and restarts an unfinished run from
+scratch (a resumed run would retrace, and its training seconds would restart: its time would
+not compare). A `results.json` that holds a run of another config
 (e.g. `configs/` changed) is refused: pass another `--out`.
 
 Thresholds (time to reach; the first evaluation that meets it): ring8, 8/8 modes with >= 80%

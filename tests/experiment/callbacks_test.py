@@ -36,7 +36,7 @@ class CallbacksTest(tu.TestCase):
             evaluated.append(len(evaluated))
             return {"score": float(len(evaluated))}
 
-        evaluation = callbacks.Evaluation(evaluate, every=2)
+        evaluation = callbacks.Evaluation(evaluate, every=2, throughput=throughput)
         grid = callbacks.SampleGrid(
             np.zeros((10, 4), np.float32), os.path.join(directory, "samples"),
             render=lambda s: images.scatter_plot(s, extent=3.0), writer=writer,
@@ -52,6 +52,10 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual(evaluated, [0, 1])  # After epoch 2 (every=2) and after the last epoch.
         self.assertEqual(evaluation.last, {"score": 2.0})
         self.assertEqual(history.history["score"], [1.0, 2.0])
+        self.assertEqual([(h["epoch"], h["step"], h["metrics"], h["finite"]) for h in evaluation.history],
+                         [(2, 4, {"score": 1.0}, True), (3, 6, {"score": 2.0}, True)])
+        seconds = [h["train_seconds"] for h in evaluation.history]
+        self.assertTrue(0 < seconds[0] < seconds[1] == throughput.seconds, seconds)
         self.assertEqual(throughput.steps, 6)
         self.assertGreater(throughput.steps_per_second, 0)
         self.assertLen(history.history["steps_per_second"], 3)
@@ -74,6 +78,17 @@ class CallbacksTest(tu.TestCase):
         for a, b in zip(gan.variables + gan.d_optimizer.variables, restored.variables + restored.d_optimizer.variables):
             self.assertAllEqual(a.numpy(), b.numpy())
         self.assertAllEqual(gan.seed_generator.state.numpy(), restored.seed_generator.state.numpy())
+
+    def test_history_flags_non_finite_losses_from_then_on(self):
+        evaluation = callbacks.Evaluation(lambda generator: {"fid": np.float64(1.5), "modes": np.int64(3)})
+        evaluation.set_model(tiny_gan())
+        evaluation.set_params({"epochs": 4})
+        for epoch, d_loss in enumerate([0.5, float("nan"), 0.7, 0.7]):
+            evaluation.on_epoch_end(epoch, {"d_loss": d_loss, "g_loss": 1.0})
+        self.assertEqual([h["finite"] for h in evaluation.history], [True, False, False, False])
+        self.assertEqual(evaluation.history[0], {"epoch": 1, "step": 0, "train_seconds": None,
+                                                 "metrics": {"fid": 1.5, "modes": 3}, "finite": True})
+        self.assertEqual(json.loads(json.dumps(evaluation.history)), evaluation.history)  # plain numbers
 
     def test_fit_resumes_from_the_restored_epoch(self):
         directory = self.get_temp_dir()

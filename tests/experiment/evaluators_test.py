@@ -32,6 +32,31 @@ class ImageEvaluatorTest(tu.TestCase):
             "FID (test, 100 samples): 12.35, inception score: 2.00",
         )
 
+    def test_kid_with_the_real_features_and_nan_for_a_diverged_generator(self):
+        rng = np.random.default_rng(0)
+        real = rng.normal(size=(50, 3))
+
+        class Extractor:
+            def features(self, images):
+                return np.asarray(images)
+
+            def logits(self, images):
+                return np.zeros((len(images), 10))
+
+        latents = rng.normal(size=(40, 3)).astype(np.float32)
+        evaluator = evaluators.ImageEvaluator(
+            Extractor(), metrics.activation_statistics(real), latents, "test", real_features=real, kid_subsets=3,
+            kid_subset_size=20,
+        )
+        result = evaluator(lambda z, training: z)
+        kid = metrics.kernel_inception_distance(latents, real, num_subsets=3, subset_size=20)[0]
+        self.assertEqual(set(result), {"fid", "inception_score", "kid"})
+        self.assertAllClose(result["kid"], kid)
+        self.assertIn(f"KID: {kid:.4f}, inception score", evaluator.describe(result))
+        diverged = evaluator(lambda z, training: z * np.float32("nan"))
+        self.assertEqual(set(diverged), {"fid", "inception_score", "kid"})
+        self.assertTrue(np.isnan(list(diverged.values())).all())
+
 
 class ConditionalEvaluatorTest(tu.TestCase):
     def test_labels_reach_the_generator_and_class_accuracy_is_measured(self):

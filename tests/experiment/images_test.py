@@ -21,6 +21,11 @@ class ImageGridTest(tu.TestCase):
         self.assertEqual(cell(5).max(), 0)  # ... and the empty cell stay black.
         self.assertEqual(images.image_grid(tiles, min_cell=16).shape, (4 * 11, 4 * 16, 1))
 
+    def test_nan_is_black_without_warnings(self):
+        with np.errstate(all="raise"):
+            grid = images.image_grid(np.full((1, 4, 4, 1), np.nan, np.float32), padding=0, min_cell=4)
+        self.assertEqual(grid.max(), 0)
+
 
 class ScatterPlotTest(tu.TestCase):
     def test_draws_points_axes_and_centers(self):
@@ -33,6 +38,11 @@ class ScatterPlotTest(tu.TestCase):
         self.assertAllEqual(image[75, 25], (214, 39, 40))  # The center's cross.
         self.assertAllEqual(image[50, 10], (200, 200, 200))  # The x axis.
         self.assertGreater((image == 255).all(axis=-1).mean(), 0.9)  # The far point is not drawn.
+
+    def test_non_finite_points_are_not_drawn(self):
+        with np.errstate(all="raise"):
+            image = images.scatter_plot(np.array([[np.nan, 0.0], [np.inf, 1.0]]), extent=2.0, size=101)
+        self.assertAllEqual(image, images.scatter_plot(np.zeros((0, 2)), extent=2.0, size=101))
 
 
 class WritePngTest(tu.TestCase):

@@ -81,10 +81,13 @@ class TrainTest(tu.TestCase):
         self.assertTrue(os.path.exists(os.path.join(run, "generator", "saved_model.pb")))
         self.assertNotEmpty(os.listdir(os.path.join(run, "logs")))
         image_data = config.dataset in ("digits", "cifar10")
-        expected = {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"}
-        if config.num_classes and config.dataset == "digits":
-            expected.add("class_accuracy")  # under the digits classifier, which knows the classes
-        self.assertEqual(set(summary["metrics"]), expected)
+        metric_names = {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"}
+        if config.dataset == "digits":
+            metric_names |= {"kid"} | ({"class_accuracy"} if config.num_classes else set())  # the classifier knows the classes
+        self.assertEqual(set(summary["metrics"]), metric_names)
+        self.assertEqual([(h["epoch"], h["step"], h["finite"]) for h in summary["history"]], [(1, 1, True), (2, 2, True)])
+        self.assertEqual(summary["history"][-1]["metrics"], summary["metrics"])
+        self.assertEqual(summary["history"][-1]["train_seconds"], summary["train_seconds"])
         self.assertEqual(summary["final_metric"]["value"], summary["metrics"][summary["final_metric"]["name"]])
         self.assertIn("FID (" if image_data else "modes covered: ", printed)
         if cifar10:

@@ -10,7 +10,7 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | `metrics` | FID, IS, KID, mode coverage: numpy and scipy only |
 | `features` | feature extractors (digits classifier, TF-GAN Inception) and cached reference statistics |
 | `downloads` | downloads that fail fast offline: reachability checks, SavedModels fetched once into a cache |
-| `evaluators` | a generator's score on fixed latents: FID/IS of images, mode coverage of mixtures |
+| `evaluators` | a generator's score on fixed latents: FID/IS (digits: and KID) of images, mode coverage of mixtures |
 | `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and what the data fix in each network's builder arguments |
 | `config` | `validate(config)`: one check per field, then the checks between fields; `ConfigError` |
 | `workdir` | the run directory: default location, existing-run check, `config.json` |

@@ -75,22 +75,42 @@ class Evaluation(keras.callbacks.Callback):
     Args:
       evaluate: maps the generator (a Keras model) to a dict of float metrics.
       every: epochs between evaluations.
+      throughput: the run's `Throughput` (placed before this callback), whose training seconds
+        so far each `history` entry records; None records None.
 
     Attributes:
       last: the metrics of the last evaluation of this run, or None.
+      history: one entry per evaluation of this run (this process): `epoch` (1-based),
+        `step` (G updates), `train_seconds` (the throughput's epoch time so far: evaluations,
+        sample grids and checkpoints excluded), `metrics` (plain numbers), and `finite`
+        (False once a loss of an epoch so far was not finite, or the model's `divergence()`
+        recorded a non-finite update).
     """
 
-    def __init__(self, evaluate, every=1):
+    def __init__(self, evaluate, every=1, throughput=None):
         super().__init__()
         self.evaluate = evaluate
         self.every = every
+        self.throughput = throughput
         self.last = None
+        self.history = []
+        self._finite = True
 
     def on_epoch_end(self, epoch, logs=None):
+        losses = [float(logs[key]) for key in ("d_loss", "g_loss") if logs and key in logs]
+        diverged = getattr(self.model, "divergence", lambda: None)() is not None
+        self._finite = self._finite and all(np.isfinite(losses)) and not diverged
         last_epoch = self.params.get("epochs")
         if (epoch + 1) % self.every and epoch + 1 != last_epoch:
             return
         self.last = dict(self.evaluate(self.model.sampling_generator))
+        self.history.append({
+            "epoch": epoch + 1,
+            "step": _global_step(self.model),
+            "train_seconds": None if self.throughput is None else self.throughput.seconds,
+            "metrics": {key: value.item() if isinstance(value, np.generic) else value for key, value in self.last.items()},
+            "finite": self._finite,
+        })
         if logs is not None:
             logs.update(self.last)
 

@@ -5,7 +5,7 @@ module branches on dataset names:
 
 | dataset | sample | classes | networks | extra config fields | evaluator | sample grid |
 |---|---|---|---|---|---|---|
-| digits | `[s, s, 1]` | 10 | image | `image_size` | FID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
+| digits | `[s, s, 1]` | 10 | image | `image_size` | FID/KID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
 | cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`: its URL or a local copy) | image grid (conditional: a class per row) |
 | ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
 
@@ -102,11 +102,12 @@ def _digits_evaluator(config):
         log(f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
             f"({'trained now' if classifier.trained else 'cached'} in {cache_dir}).")
         cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
-        reference = features.reference_statistics(
-            classifier, None if os.path.exists(cache) else data.digits_array(config.image_size), cache
+        real = data.digits_array(config.image_size)  # 1,797 images: their features (for KID) take ms.
+        reference = features.reference_statistics(classifier, real, cache)
+        return evaluators.ImageEvaluator(
+            classifier, reference, _evaluation_latents(config), "digits classifier", real_features=classifier.features(real),
+            labels=_evaluation_labels(config), class_accuracy=True,
         )
-        return evaluators.ImageEvaluator(classifier, reference, _evaluation_latents(config), "digits classifier",
-                                         labels=_evaluation_labels(config), class_accuracy=True)
 
     return make
 

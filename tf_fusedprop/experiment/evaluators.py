@@ -39,7 +39,10 @@ def class_labels(n, num_classes):
 
 
 class ImageEvaluator:
-    """FID (and IS, or the classifier score) of generated images under a feature extractor.
+    """FID (and IS, or the classifier score; KID given the real features) of generated images
+    under a feature extractor.
+
+    A generator whose images are not all finite (a diverged run) scores NaN on every metric.
 
     For a conditional G, `labels` are the classes generated with the latents; when the
     extractor is a classifier of those classes (`class_accuracy=True`, e.g. the digits
@@ -53,30 +56,47 @@ class ImageEvaluator:
       label: the extractor's name in `describe`.
       labels: the fixed class labels `[n]` of a conditional G, or None.
       class_accuracy: report `class_accuracy` (needs `labels`).
+      real_features: the real images' features `[m, d]`, for KID (`metrics.kernel_inception_distance`:
+        `kid_subsets` subsets of `kid_subset_size` rows); None: no KID.
     """
 
     primary = "fid"
 
-    def __init__(self, extractor, reference, latents, label, labels=None, class_accuracy=False):
+    def __init__(self, extractor, reference, latents, label, real_features=None, kid_subsets=10, kid_subset_size=1000,
+                 labels=None, class_accuracy=False):
         self.extractor, self.reference, self.latents, self.label = extractor, reference, latents, label
+        self.real_features = real_features
+        self.kid_subsets, self.kid_subset_size = kid_subsets, kid_subset_size
         self.labels, self.class_accuracy = labels, class_accuracy and labels is not None
 
     def __call__(self, generator):
         images = generate(generator, self.latents, self.labels)
-        mu, sigma = metrics.activation_statistics(self.extractor.features(images))
+        names = (
+            ("fid", "inception_score")
+            + (() if self.real_features is None else ("kid",))
+            + (("class_accuracy",) if self.class_accuracy else ())
+        )
+        if not np.isfinite(images).all():
+            return dict.fromkeys(names, float("nan"))
+        acts = self.extractor.features(images)
         logits = self.extractor.logits(images)
         values = {
-            "fid": metrics.frechet_distance(mu, sigma, *self.reference),
+            "fid": metrics.frechet_distance(*metrics.activation_statistics(acts), *self.reference),
             "inception_score": metrics.inception_score(logits, splits=min(10, len(logits)))[0],
         }
+        if self.real_features is not None:
+            values["kid"] = metrics.kernel_inception_distance(
+                acts, self.real_features, num_subsets=self.kid_subsets, subset_size=self.kid_subset_size
+            )[0]
         if self.class_accuracy:
             values["class_accuracy"] = float(np.mean(np.argmax(logits, axis=1) == self.labels))
         return values
 
     def describe(self, values):
+        kid = f", KID: {values['kid']:.4f}" if "kid" in values else ""
         accuracy = f", class accuracy: {100 * values['class_accuracy']:.1f}%" if "class_accuracy" in values else ""
         return (
-            f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}, "
+            f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}{kid}, "
             f"inception score: {values['inception_score']:.2f}{accuracy}"
         )
 

@@ -27,7 +27,8 @@ def image_grid(images, columns=None, padding=1, min_cell=32):
     """Tiles images in [-1, 1] into one uint8 image.
 
     Args:
-      images: float array `[n, height, width, channels]`, values in [-1, 1] (clipped).
+      images: float array `[n, height, width, channels]`, values in [-1, 1] (clipped; NaN, as a
+        diverged generator makes, is drawn black).
       columns: images per row; `None` for `ceil(sqrt(n))`.
       padding: black pixels between cells (before upscaling).
       min_cell: each image is enlarged by an integer factor (nearest neighbour) until it is
@@ -40,7 +41,7 @@ def image_grid(images, columns=None, padding=1, min_cell=32):
     n, h, w, c = images.shape
     columns = columns or math.ceil(math.sqrt(n))
     rows = math.ceil(n / columns)
-    pixels = np.round((np.clip(images, -1.0, 1.0) + 1.0) * 127.5).astype(np.uint8)
+    pixels = np.round((np.clip(np.nan_to_num(images, nan=-1.0), -1.0, 1.0) + 1.0) * 127.5).astype(np.uint8)
     grid = np.zeros((rows * (h + padding) + padding, columns * (w + padding) + padding, c), np.uint8)
     for i, image in enumerate(pixels):
         top, left = padding + (i // columns) * (h + padding), padding + (i % columns) * (w + padding)
@@ -56,7 +57,7 @@ def scatter_plot(points, extent, centers=None, size=384):
     (e.g. the modes of the true mixture) as red crosses drawn on top.
 
     Args:
-      points: array `[n, 2]`; points outside the square are not drawn.
+      points: array `[n, 2]`; points outside the square (or not finite) are not drawn.
       extent: the square `[-extent, extent]^2` is plotted.
       centers: optional array `[m, 2]`.
       size: width and height in pixels.
@@ -68,6 +69,7 @@ def scatter_plot(points, extent, centers=None, size=384):
 
     def to_pixels(xy):
         xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+        xy = xy[np.isfinite(xy).all(axis=1)]
         cols = np.floor((xy[:, 0] + extent) / (2 * extent) * (size - 1) + 0.5).astype(np.int64)
         rows = np.floor((extent - xy[:, 1]) / (2 * extent) * (size - 1) + 0.5).astype(np.int64)
         inside = (cols >= 0) & (cols < size) & (rows >= 0) & (rows < size)

@@ -15,7 +15,7 @@ exports G and writes `summary.json`. The workdir holds:
 | `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
 | `cache/` | digits classifier and reference statistics (unless `config.cache_dir` is set) |
 | `generator/` | G as a SavedModel: `tf.saved_model.load(path).serve(z)` |
-| `summary.json` | steps, steps/s, final metrics, config, paths |
+| `summary.json` | steps, steps/s, final metrics, metrics per evaluation (`history`), config, paths |
 
 Resume: rerunning with the same workdir and config continues after the last completed
 epoch with the same step count, weights, optimizer state and latent stream (the data order
@@ -24,7 +24,7 @@ change `d_lr` and `g_lr` (recorded in `learning_rates.json`); the rest must matc
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 
-Metrics per dataset (see `datasets`): digits, FID (and classifier score) under
+Metrics per dataset (see `datasets`): digits, FID, KID (and classifier score) under
 `features.DigitsClassifier`; CIFAR-10, FID and IS under TF-GAN's Inception when
 `config.inception_path` is set; 2-D mixtures, modes covered and the fraction of
 high-quality samples (`metrics.mode_coverage`).
@@ -72,7 +72,9 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
       `steps_per_second` and `train_seconds` (this process's epochs, tracing included; None
       and 0 when nothing was left to train), `wall_seconds` (this process),
       `resumed_from_epoch`, `metrics` (the last evaluation), `final_metric` (`{"name",
-      "value"}`), paths `workdir`, `samples`, `generator`, and `config`.
+      "value"}`), `history` (this process's evaluations: `epoch`, `step`, `train_seconds` so
+      far, `metrics`, `finite`; see `callbacks.Evaluation`), paths `workdir`, `samples`,
+      `generator`, and `config`.
 
     Raises:
       ConfigError: invalid config, unwritable workdir, or a workdir holding another run.
@@ -199,7 +201,7 @@ class _Callbacks:
         with writer.as_default():
             summaries.summary_text("config", f"```\n{json.dumps(json_values(config), indent=2)}\n```", step=step)
         throughput = callbacks.Throughput()
-        evaluation = callbacks.Evaluation(evaluator, every=config.eval_every) if evaluator else None
+        evaluation = callbacks.Evaluation(evaluator, every=config.eval_every, throughput=throughput) if evaluator else None
         latents, labels = datasets.grid_inputs(config)
         grid = callbacks.SampleGrid(
             latents, os.path.join(workdir, "samples"), render=spec.render(config), writer=writer, labels=labels
@@ -232,6 +234,7 @@ def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precisio
         "precision": {"policy": precision.policy, "reason": precision.reason},
         "metrics": metrics,
         "final_metric": {"name": evaluator.primary, "value": metrics.get(evaluator.primary)} if evaluator else None,
+        "history": run.evaluation.history if run.evaluation else [],
         "workdir": workdir,
         "samples": samples if os.path.exists(samples) else None,
         "generator": generator_path,

@@ -1,0 +1,1 @@
+"""Benchmarks, runnable as scripts (`python benchmarks/<name>.py`) and importable by the tests."""

@@ -1,0 +1,644 @@
+"""Time-to-quality: sample quality against training seconds and G updates, per form, over seeds.
+
+    python benchmarks/quality.py                 # the full grid (80 runs, ~1 h on 2 CPU cores)
+    python benchmarks/quality.py --quick         # a reduced grid (QUICK, QUICK_SEEDS): ~4 min
+    python benchmarks/quality.py --report_only   # rewrite results.md and quality.png from results.json
+    python benchmarks/quality.py --tasks=ring8 --losses=nonsaturating --forms=fused --seeds=5 \\
+        --override=g_lr=5e-4 --out=runs/quality_glr  # an investigation: any config field changed
+
+Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>.py` with only
+`loss`, `form` and `seed` changed (`--quick`: also the steps and evaluation sizes of `QUICK`;
+`--override`: what it says), so every form makes the config's number of G updates. Grid:
+
+* ring8, grid25 (modes covered, high-quality samples) and digits (FID, KID under the package's
+  digits classifier), nonsaturating loss, forms alternating (n_dis 1), fused, inverse,
+  adaptive and simultaneous; ring8 also with the hinge loss (alternating, inverse, adaptive);
+* 5 seeds (0-4) on the 2-D tasks, 3 on digits.
+
+Runs go one after another in this process (the Keras session cleared between them; a
+subprocess each would pay TensorFlow's import, ~4 s, 80 times), after an untimed warm-up run
+per task (first tracing, the digits classifier), in seed-major order: every form of seed 0,
+then of seed 1..., so machine noise hits all forms alike. Per run, `results.json` keeps the metrics after every evaluation with their G update
+and training seconds (epoch time, evaluation, sample grids and checkpoints excluded; the first
+epoch includes tracing) from the run's `summary.json` `history`, and whether and where the run
+diverged: a run whose losses become non-finite is counted (`diverged`), its metrics from then
+on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with `--quick`):
+
+| path | what |
+|---|---|
+| `results.json` | `environment`, `grid`, and `runs`: one record per run, rewritten after every run |
+| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold |
+| `quality.png` | per task: metric vs training seconds (top) and vs G updates (bottom), mean +- std |
+| `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
+
+Resumable: a rerun skips the runs that `results.json` holds with the same config (done or
+diverged; a run that failed otherwise is retried), and restarts an unfinished run from
+scratch (a resumed run would retrace, and its training seconds would restart: its time would
+not compare). A `results.json` that holds a run of another config
+(e.g. `configs/` changed) is refused: pass another `--out`.
+
+Thresholds (time to reach; the first evaluation that meets it): ring8, 8/8 modes with >= 80%
+high-quality samples; grid25, >= 24/25 modes; digits, FID <= 8 (about twice the final FID of
+a 3,600-step run; reached in the first third of a run).
+"""
+
+import ast
+import contextlib
+import dataclasses
+import gc
+import glob
+import math
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+import traceback
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# As train.py: oneDNN on (TensorFlow enables it only on CPUs with AVX512-VNNI/BF16/AMX).
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import flags, logging  # noqa: E402
+
+from configs import digits, grid25, ring8  # noqa: E402
+from tf_fusedprop.experiment import divergence, files, train_lib  # noqa: E402
+from tf_fusedprop.experiment import workdir as fp_workdir  # noqa: E402
+from tf_fusedprop.experiment.config import ConfigError, json_values, schedule, validate  # noqa: E402
+
+FORMS = ("alternating", "fused", "inverse", "adaptive", "simultaneous")
+#: The hinge loss has no lambda (no `fused`): its single-pass forms against AltGD, on one task.
+HINGE_TASK, HINGE_FORMS = "ring8", ("alternating", "inverse", "adaptive")
+CONFIGS = {"ring8": ring8, "grid25": grid25, "digits": digits}
+SEEDS = {"ring8": 5, "grid25": 5, "digits": 3}
+#: --quick: fewer G updates and seeds, smaller digits evaluations.
+QUICK = {
+    "ring8": {"steps": 1_000, "steps_per_epoch": 250},
+    "grid25": {"steps": 1_000, "steps_per_epoch": 250},
+    "digits": {"steps": 300, "steps_per_epoch": 100, "eval_samples": 1_000},
+}
+QUICK_SEEDS = {"ring8": 2, "grid25": 1, "digits": 1}
+#: Seconds of one run here (2 CPU cores): fixed + per G update + per evaluation (for the ETA).
+COST = {"ring8": (4.0, 0.0035, 0.2), "grid25": (4.0, 0.0037, 0.2), "digits": (8.0, 0.020, 1.5)}
+_TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "steps_per_second"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """How a task is scored: the table's two metrics, the threshold and the plotted metric."""
+
+    columns: tuple  # ((metric, label, scale, format), ...): final-step columns of the table
+    reached: object  # metrics -> bool: the threshold
+    threshold: str
+    plot: tuple  # (metric, axis label, scale, threshold line, (low, high), log axis)
+
+
+TASKS = {
+    "ring8": Task(
+        columns=(("modes_covered", "modes", 1, "{:.1f}"), ("high_quality", "% HQ", 100, "{:.0f}")),
+        reached=lambda m: m["modes_covered"] >= 8 and m["high_quality"] >= 0.8,
+        threshold="8/8 modes, >= 80% high-quality",
+        plot=("high_quality", "high-quality samples (%)", 100, 80, (0, 100), False),
+    ),
+    "grid25": Task(
+        columns=(("modes_covered", "modes", 1, "{:.1f}"), ("high_quality", "% HQ", 100, "{:.0f}")),
+        reached=lambda m: m["modes_covered"] >= 24,
+        threshold=">= 24/25 modes",
+        plot=("modes_covered", "modes covered (of 25)", 1, 24, (0, 25), False),
+    ),
+    "digits": Task(
+        columns=(("fid", "FID", 1, "{:.2f}"), ("kid", "KID", 1, "{:.3f}")),
+        reached=lambda m: m["fid"] <= 8.0,
+        threshold="FID <= 8",
+        plot=("fid", "FID (digits classifier)", 1, 8, (0.5, None), True),
+    ),
+}
+COLORS = {"alternating": "black", "fused": "tab:blue", "inverse": "tab:orange", "adaptive": "tab:green",
+          "simultaneous": "tab:red"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    task: str
+    loss: str
+    form: str
+    seed: int
+
+    @property
+    def id(self):
+        return f"{self.task}-{self.loss}-{self.form}-s{self.seed}"
+
+
+def _define_flags():
+    values = flags.FlagValues()
+    flags.DEFINE_string("out", None, "output directory (default runs/quality, runs/quality_quick with --quick)",
+                        flag_values=values)
+    flags.DEFINE_bool("quick", False, "the reduced grid of QUICK / QUICK_SEEDS", flag_values=values)
+    flags.DEFINE_list("tasks", list(CONFIGS), "tasks to run", flag_values=values)
+    flags.DEFINE_list("forms", list(FORMS), "forms to run (the hinge runs: those of HINGE_FORMS among them)",
+                      flag_values=values)
+    flags.DEFINE_list("losses", ["nonsaturating", "hinge"], "losses to run (hinge: on HINGE_TASK only)",
+                      flag_values=values)
+    flags.DEFINE_integer("seeds", 0, "seeds per task (0: SEEDS, or QUICK_SEEDS with --quick)", flag_values=values)
+    flags.DEFINE_multi_string("override", [], "KEY=VALUE set in every run's config (dotted keys)", flag_values=values)
+    flags.DEFINE_bool("report_only", False, "only rewrite results.md and quality.png from results.json",
+                      flag_values=values)
+    flags.DEFINE_bool("dry_run", False, "print the plan and its estimated time, train nothing", flag_values=values)
+    return values
+
+
+# --------------------------------------------------------------------------------------------
+# The plan: which runs, with which configs
+# --------------------------------------------------------------------------------------------
+
+
+def plan(tasks, forms, seeds, losses=("nonsaturating", "hinge")):
+    """The runs in seed-major order: every (task, loss, form) of seed 0, then of seed 1..."""
+    runs = []
+    for seed in range(max(seeds[t] for t in tasks)):
+        for task in tasks:
+            variants = [("nonsaturating", f) for f in FORMS if f in forms and "nonsaturating" in losses]
+            if task == HINGE_TASK and "hinge" in losses:
+                variants += [("hinge", f) for f in HINGE_FORMS if f in forms]
+            runs += [Run(task, loss, form, seed) for loss, form in variants if seed < seeds[task]]
+    return runs
+
+
+def _parse_override(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--override takes KEY=VALUE; received {text!r}.")
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        pass  # a string
+    return key, value
+
+
+def make_config(run, quick=False, overrides=(), cache_dir=None):
+    """`configs/<task>.py`'s config with the run's loss, form and seed (and --quick's sizes,
+    the overrides); validated."""
+    config = CONFIGS[run.task].get_config()
+    config.loss, config.form, config.seed, config.cache_dir = run.loss, run.form, run.seed, cache_dir
+    if quick:
+        config.update(QUICK[run.task])
+    for key, value in map(_parse_override, overrides):
+        *parents, last = key.split(".")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        if last not in node:
+            raise ConfigError(f"--override: unknown config key {key!r}.")
+        try:
+            node[last] = float(value) if isinstance(node[last], float) and isinstance(value, int) else value
+        except TypeError as err:
+            raise ConfigError(f"--override {key}={value!r}: {err}") from None
+    validate(config)
+    return config
+
+
+def _comparable(config_values):
+    """A config as JSON values, less what does not change training (where the cache is)."""
+    return {key: value for key, value in config_values.items() if key != "cache_dir"}
+
+
+def _estimate(run, config):
+    fixed, per_step, per_eval = COST[run.task]
+    epochs, _ = schedule(config)
+    return fixed + per_step * config.steps + per_eval * math.ceil(epochs / config.eval_every)
+
+
+# --------------------------------------------------------------------------------------------
+# One run: train, then its record
+# --------------------------------------------------------------------------------------------
+
+
+def _finite_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _history_from_events(workdir):
+    """The history of a run that left no summary.json, from its TensorBoard scalars: metrics
+    per epoch, training seconds from steps/s, finite while d_loss and g_loss were written
+    (`callbacks.Scalars` skips non-finite values)."""
+    scalars = {}
+    for path in sorted(glob.glob(os.path.join(workdir, "logs", "events.out.tfevents.*"))):
+        for raw in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(raw.numpy())
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+    history, seconds, previous, finite = [], 0.0, 0, True
+    for step in sorted(scalars.get("steps_per_second", {})):
+        seconds += (step - previous) / scalars["steps_per_second"][step]
+        previous = step
+        finite = finite and all(step in scalars.get(key, {}) for key in ("d_loss", "g_loss"))
+        metrics = {tag: values[step] for tag, values in scalars.items() if tag not in _TRAINING_SCALARS and step in values}
+        if metrics:
+            history.append({"epoch": None, "step": step, "train_seconds": seconds, "metrics": metrics, "finite": finite})
+    return history
+
+
+def record(run, config, summary, history, wall_seconds, error=None, workdir=None):
+    """The run's entry of results.json: its history with the metrics from the first non-finite
+    update on nulled, `diverged` and its step, the final metrics (None if it diverged)."""
+    divergence = (summary or {}).get("divergence")  # the exact step, where the harness records it
+    diverged_at = divergence.get("step") if isinstance(divergence, dict) else None
+    for entry in history:  # else the first evaluation after it
+        metrics = (entry.get("metrics") or {}).values()
+        if diverged_at is None and not (entry.get("finite", True) and all(_finite_number(v) for v in metrics)):
+            diverged_at = entry["step"]
+    entries = []
+    for entry in history:
+        finite = diverged_at is None or entry["step"] < diverged_at
+        metrics = dict(entry.get("metrics") or {})
+        entries.append({"epoch": entry.get("epoch"), "step": entry["step"], "train_seconds": entry.get("train_seconds"),
+                        "metrics": metrics if finite else dict.fromkeys(metrics), "finite": finite})
+    summary = summary or {}
+    last = entries[-1] if entries else {}
+    steps = summary.get("steps", last.get("step", 0))
+    complete = bool(entries) and steps >= config.steps and entries[-1]["step"] >= config.steps
+    status = "diverged" if diverged_at is not None else ("error" if error else ("done" if complete else "stopped"))
+    return {
+        "id": run.id, "task": run.task, "loss": run.loss, "form": run.form, "seed": run.seed,
+        "status": status,
+        "diverged": diverged_at is not None,
+        "diverged_at_step": diverged_at,
+        "steps": steps,
+        "train_seconds": summary.get("train_seconds", last.get("train_seconds")),
+        "wall_seconds": wall_seconds,
+        "final": entries[-1]["metrics"] if status == "done" else None,
+        "history": entries,
+        "error": error,
+        "load_average": os.getloadavg()[0],
+        "workdir": workdir,
+        "config": json_values(config),
+    }
+
+
+def warm_up(runs, directory):
+    """Trains one short run per task in `directory`, untimed, so that the process's one-time
+    costs (first tracing, the digits classifier) do not land in the first timed run."""
+    shutil.rmtree(directory, ignore_errors=True)
+    for task in dict.fromkeys(r.task for r, _ in runs):
+        run, config = next((r, c) for r, c in runs if r.task == task)
+        config = config.copy_and_resolve_references()
+        config.update(steps=2 * config.steps_per_execution, steps_per_epoch=config.steps_per_execution,
+                      eval_samples=min(config.eval_samples, 100))
+        train_run(run, config, os.path.join(directory, task))
+
+
+def train_run(run, config, workdir):
+    """Trains one run in `workdir` (its output to `train.log`); returns its record. Exceptions
+    of the run are recorded, not raised (a harness that stops a diverged run by raising)."""
+    try:
+        if fp_workdir.completed_run(workdir, config) is None and os.path.exists(workdir):
+            shutil.rmtree(workdir)  # unfinished: restart, so that its training seconds compare
+    except ConfigError:
+        shutil.rmtree(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    keras.backend.clear_session()
+    gc.collect()
+    summary, error, start = None, None, time.perf_counter()
+    with open(os.path.join(workdir, "train.log"), "a") as log, contextlib.redirect_stdout(log), \
+            contextlib.redirect_stderr(log):
+        try:
+            summary = train_lib.train(config, workdir=workdir, verbose=2)
+        except divergence.TrainingDivergedError as err:  # the harness stops a diverged run: counted
+            summary = {"divergence": {"step": err.step, "players": err.players}, "steps": err.step}
+        except Exception as err:  # noqa: BLE001 -- counted in the results; KeyboardInterrupt stops
+            traceback.print_exc()
+            error = f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]
+            summary_path = os.path.join(workdir, "summary.json")
+            summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
+    wall = time.perf_counter() - start
+    history = summary.get("history") if summary and summary.get("history") is not None else _history_from_events(workdir)
+    return record(run, config, summary, history, wall, error, workdir)
+
+
+# --------------------------------------------------------------------------------------------
+# Results: JSON, table, figure
+# --------------------------------------------------------------------------------------------
+
+
+def _json_safe(value):
+    """NaN and infinities as null (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def environment():
+    """What the timings depend on: versions, CPU model and flags, threads, oneDNN, load."""
+    model, cpu_flags = platform.processor(), []
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                present = set(value.split())
+                cpu_flags = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present]
+                break
+    return {
+        "tensorflow": tf.__version__, "keras": keras.__version__, "python": platform.python_version(),
+        "cpu": model, "cpu_flags": cpu_flags, "cpus": os.cpu_count(),
+        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"), "load_average": round(os.getloadavg()[0], 2),
+    }
+
+
+def _groups(records):
+    """`{(task, loss): {form: [records]}}` in the table's order."""
+    order = [(t, "nonsaturating") for t in CONFIGS] + [(HINGE_TASK, "hinge")]
+    groups = {}
+    for task, loss in order + sorted({(r["task"], r["loss"]) for r in records} - set(order)):
+        forms = {form: [r for r in records if (r["task"], r["loss"], r["form"]) == (task, loss, form)] for form in FORMS}
+        forms = {form: runs for form, runs in forms.items() if runs}
+        if forms:
+            groups[task, loss] = forms
+    return groups
+
+
+def time_to_threshold(rec):
+    """`(train_seconds, step)` of the run's first evaluation that meets its task's threshold, or None."""
+    reached = TASKS[rec["task"]].reached
+    for entry in rec["history"]:
+        if entry["finite"] and all(_finite_number(v) for v in entry["metrics"].values()) and reached(entry["metrics"]):
+            return entry["train_seconds"], entry["step"]
+    return None
+
+
+def _median_or_none(values):
+    """The median, a run that never reached counting as infinitely slow; None when fewer than
+    half reached."""
+    median = statistics.median([math.inf if v is None else v for v in values])
+    return None if math.isinf(median) else median
+
+
+def _mean_std(values, scale, fmt):
+    values = [scale * v for v in values if _finite_number(v)]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return f"{fmt.format(statistics.mean(values))} ± {fmt.format(statistics.stdev(values))}"
+
+
+def summarize(records):
+    """Rows of the table: one per (task, loss, form)."""
+    rows = []
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        reference = None
+        for form, runs in forms.items():
+            reach = [time_to_threshold(r) for r in runs]
+            seconds = _median_or_none([None if x is None else x[0] for x in reach])
+            steps = _median_or_none([None if x is None else x[1] for x in reach])
+            if form == "alternating":
+                reference = seconds
+            finals = [r["final"] for r in runs if r["final"]]
+            train = [r["train_seconds"] for r in runs if r["status"] == "done" and r["train_seconds"]]
+            rows.append({
+                "task": task, "loss": loss, "form": form, "runs": len(runs),
+                "diverged": sum(r["diverged"] for r in runs),
+                "errors": sum(r["status"] in ("error", "stopped") for r in runs),
+                "final": [_mean_std([f.get(k) for f in finals], scale, fmt) for k, _, scale, fmt in info.columns],
+                "reached": sum(x is not None for x in reach),
+                "seconds": seconds, "steps": steps,
+                "speedup": reference / seconds if reference and seconds and form != "alternating" else None,
+                "train_seconds": statistics.median(train) if train else None,
+            })
+    return rows
+
+
+def _number(value, fmt):
+    return "—" if value is None else fmt.format(value)
+
+
+def markdown(records, environment_, grid):
+    """results.md: the table, the thresholds, how it was measured."""
+    rows = summarize(records)
+    lines = [
+        "# Time to quality",
+        "",
+        f"{len(records)} runs; {grid}. {environment_['cpu']} ({environment_['cpus']} CPUs, "
+        f"{' '.join(environment_['cpu_flags'])}), TF {environment_['tensorflow']}, Keras {environment_['keras']}, "
+        f"oneDNN {environment_['onednn']}.",
+        "",
+        "| task | loss | form | runs | diverged | final metric | second metric | reached threshold "
+        "| median s to threshold | vs alternating | median G updates to threshold | training s per run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        info = TASKS[row["task"]]
+        labels = [f"{label} {value}" for (_, label, _, _), value in zip(info.columns, row["final"])]
+        lines.append(
+            f"| {row['task']} | {row['loss']} | {row['form']} | {row['runs']} | {row['diverged']} | {labels[0]} "
+            f"| {labels[1]} | {row['reached']}/{row['runs']} ({info.threshold}) "
+            f"| {_number(row['seconds'], '{:.1f}')} | {_number(row['speedup'], '{:.2f}x')} "
+            f"| {_number(row['steps'], '{:.0f}')} | {_number(row['train_seconds'], '{:.1f}')} |"
+        )
+    failed = [r for r in records if r["status"] in ("diverged", "error", "stopped")]
+    lines += [
+        "",
+        "Final metrics: mean ± std over the runs that did not diverge, at the last G update. "
+        "Time to threshold: training seconds (epoch time: evaluation, sample grids and checkpoints "
+        "excluded; the first epoch includes tracing) at the first evaluation meeting it; the median "
+        "counts a run that never reached it as infinitely slow (— when fewer than half reached). "
+        "vs alternating: the alternating median over this form's.",
+    ]
+    if failed:
+        lines += ["", "Runs that diverged or failed:", ""]
+        lines += [f"- {r['id']}: {r['status']}" + (f" at G update {r['diverged_at_step']}" if r["diverged"] else "")
+                  + (f" ({r['error']})" if r["error"] else "") for r in failed]
+    return "\n".join(lines) + "\n"
+
+
+def _curve(runs, metric, scale):
+    """Per evaluation step: median training seconds, and mean and std of `metric` over the runs
+    finite there."""
+    steps = sorted({e["step"] for r in runs for e in r["history"]})
+    rows = []
+    for step in steps:
+        entries = [e for r in runs for e in r["history"] if e["step"] == step]
+        values = [scale * e["metrics"][metric] for e in entries if _finite_number(e["metrics"].get(metric))]
+        seconds = [e["train_seconds"] for e in entries if e["train_seconds"] is not None]
+        if values and seconds:
+            rows.append((step, statistics.median(seconds), np.mean(values), np.std(values)))
+    return np.array(rows, dtype=np.float64).reshape(-1, 4).T
+
+
+def figure(records, path):
+    """quality.png: per (task, loss), the plotted metric against training seconds (top row) and
+    G updates (bottom row), a line per form (mean over seeds) with a +-1 std band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = _groups(records)
+    fig, axes = plt.subplots(2, len(groups), figsize=(max(4.3 * len(groups), 6.0), 7.4), squeeze=False)
+    for column, ((task, loss), forms) in enumerate(groups.items()):
+        metric, ylabel, scale, line, (low, high), log = TASKS[task].plot
+        for form, runs in forms.items():
+            steps, seconds, mean, std = _curve(runs, metric, scale)
+            diverged = sum(r["diverged"] for r in runs)
+            label = f"{form} ({len(runs)} seed{'s' if len(runs) > 1 else ''}{f', {diverged} diverged' if diverged else ''})"
+            for row, x in enumerate((seconds, steps)):
+                ax = axes[row, column]
+                ax.plot(x, mean, color=COLORS[form], label=label, linewidth=1.6, marker="o", markersize=2.5,
+                        linestyle="--" if form == "simultaneous" else "-")
+                ax.fill_between(x, np.clip(mean - std, low, high), np.clip(mean + std, low, high),
+                                color=COLORS[form], alpha=0.15, linewidth=0)
+        for row in range(2):
+            ax = axes[row, column]
+            ax.axhline(line, color="grey", linestyle=":", linewidth=1)
+            if log:
+                ax.set_yscale("log")
+            ax.set_ylabel(ylabel)
+            ax.set_xlabel("training seconds" if row == 0 else "G updates")
+            ax.grid(alpha=0.3)
+            ax.set_xlim(left=0)
+            if not log:
+                ax.set_ylim(low, high * 1.04)
+        axes[0, column].set_title(f"{task}, {loss} loss\nthreshold: {TASKS[task].threshold}", fontsize=9)
+        axes[0, column].legend(fontsize=7, loc="best")
+    fig.suptitle("Sample quality against training seconds and G updates\nmean over seeds, band +-1 std, "
+                 "dotted: threshold", fontsize=10)
+    fig.tight_layout()
+    files.atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+    plt.close(fig)
+
+
+def write_results(out, records, environment_, grid, plot=True):
+    """results.json, results.md and (with `plot`) quality.png of `records`."""
+    records = _json_safe(records)
+    files.write_json(os.path.join(out, "results.json"), {"environment": environment_, "grid": grid, "runs": records})
+    text = markdown(records, environment_, grid)
+
+    def write(tmp_path):
+        with open(tmp_path, "w") as f:
+            f.write(text)
+
+    files.atomic_write(os.path.join(out, "results.md"), write)
+    if records and plot:
+        figure(records, os.path.join(out, "quality.png"))
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def _clock(seconds):
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Progress:
+    """A progress bar over runs, one line per finished run, with an ETA from the runs' estimated
+    costs scaled by how long the finished ones took against theirs."""
+
+    def __init__(self, estimates, done):
+        self.estimates, self.done, self.total = list(estimates), done, done + len(estimates)
+        self.start, self.spent, self.estimated = time.perf_counter(), 0.0, 0.0
+
+    def update(self, index, wall, text):
+        self.spent += wall
+        self.estimated += self.estimates[index]
+        left = sum(self.estimates[index + 1:]) * self.spent / max(self.estimated, 1e-9)
+        finished = self.done + index + 1
+        bar = "#" * round(24 * finished / self.total)
+        print(f"[{bar:<24}] {finished}/{self.total} {_clock(time.perf_counter() - self.start)} elapsed, "
+              f"~{_clock(left)} left | {text}", flush=True)
+
+
+def _describe(rec):
+    if rec["status"] != "done":
+        return rec["status"] + (f" at G update {rec['diverged_at_step']}" if rec["diverged"] else "") + (
+            f" ({rec['error'][:120]})" if rec["error"] else "")
+    final = rec["final"]
+    text = ", ".join(f"{label} {fmt.format(scale * final[k])}" for k, label, scale, fmt in TASKS[rec["task"]].columns)
+    return f"{text}; {rec['train_seconds']:.0f} s training"
+
+
+def run(argv):
+    """Parses `argv` (program name first), runs the grid, writes the results; the exit status."""
+    values = _define_flags()
+    try:
+        values(argv)
+        unknown = sorted(set(values.tasks) - set(CONFIGS)) + sorted(set(values.forms) - set(FORMS))
+        if unknown:
+            raise flags.Error(f"unknown tasks or forms {unknown}; tasks: {', '.join(CONFIGS)}, forms: {', '.join(FORMS)}")
+    except flags.Error as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        import matplotlib  # noqa: F401 -- fail before an hour of training, not after
+    except ImportError:
+        print("error: quality.png needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
+    logging.set_verbosity(logging.ERROR)
+    out = values.out or os.path.join("runs", "quality_quick" if values.quick else "quality")
+    os.makedirs(out, exist_ok=True)
+    results_path = os.path.join(out, "results.json")
+    stored = files.read_json(results_path) if os.path.exists(results_path) else {"runs": []}
+    records = {r["id"]: r for r in stored["runs"]}
+    env = environment()
+    seeds = {t: values.seeds or (QUICK_SEEDS if values.quick else SEEDS)[t] for t in CONFIGS}
+    grid = (f"{'quick grid' if values.quick else 'grid'}: tasks {', '.join(values.tasks)}; seeds "
+            + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
+            + (f"; overrides {', '.join(values.override)}" if values.override else ""))
+    if values.report_only:
+        write_results(out, list(records.values()), stored.get("environment", env), stored.get("grid", grid))
+        print(f"Rewrote {out}/results.md and quality.png from {len(records)} runs.")
+        return 0
+
+    try:
+        runs = [(r, make_config(r, values.quick, values.override, os.path.join(out, "cache")))
+                for r in plan(values.tasks, values.forms, seeds, values.losses)]
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    todo = []
+    for r, config in runs:
+        old = records.get(r.id)
+        if old is None or old["status"] not in ("done", "diverged"):  # never run, or failed: (re)run
+            todo.append((r, config))
+        elif _comparable(old["config"]) != _comparable(json_values(config)):
+            print(f"error: {results_path} holds run {r.id} with another config; pass another --out "
+                  "(or delete it to rerun).", file=sys.stderr)
+            return 2
+    estimates = [_estimate(r, c) for r, c in todo]
+    print(f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
+          f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "
+          f"load {env['load_average']}", flush=True)
+    print(f"{grid}; {len(runs)} runs, {len(runs) - len(todo)} done in {out}, {len(todo)} to run "
+          f"(~{_clock(sum(estimates))} estimated here)", flush=True)
+    if values.dry_run:
+        return 0
+    if todo:
+        warm_up(todo, os.path.join(out, "warm_up"))
+    progress = Progress(estimates, len(runs) - len(todo))
+    for index, (r, config) in enumerate(todo):
+        rec = train_run(r, config, os.path.join(out, "runs", r.id))
+        records[r.id] = rec
+        write_results(out, list(records.values()), env, grid, plot=False)  # the figure at the end
+        progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
+    write_results(out, list(records.values()), env if todo else stored.get("environment", env), grid)
+    print(f"Wrote {results_path}, results.md and quality.png.\n")
+    print(markdown(_json_safe(list(records.values())), env, grid))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv))

@@ -1,0 +1,186 @@
+"""benchmarks/quality.py: the plan, the records (divergence, thresholds) and a tiny --quick grid."""
+
+import contextlib
+import io
+import json
+import os
+from unittest import mock
+
+import tensorflow as tf
+from absl.testing import parameterized
+
+from benchmarks import quality
+from configs import digits, grid25, ring8
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import config as fp_config
+from tf_fusedprop.experiment import train_lib
+
+#: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed.
+TINY = {
+    "ring8": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 200, "grid_samples": 50},
+    "grid25": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 200, "grid_samples": 50},
+    "digits": {"steps": 20, "steps_per_epoch": 10, "eval_samples": 100, "grid_samples": 16},
+}
+
+
+def quiet_run(*args):
+    """`quality.run` on `args`; returns (exit status, printed text)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        status = quality.run(["quality.py", *args])
+    return status, out.getvalue()
+
+
+def read_results(out):
+    with open(os.path.join(out, "results.json")) as f:
+        return json.load(f)
+
+
+def entry(step, seconds, finite=True, **metrics):
+    return {"epoch": step // 10, "step": step, "train_seconds": seconds, "metrics": metrics, "finite": finite}
+
+
+class PlanTest(tu.TestCase):
+    def test_the_full_grid_is_seed_major_with_hinge_on_one_task(self):
+        runs = quality.plan(list(quality.CONFIGS), quality.FORMS, quality.SEEDS)
+        self.assertLen(runs, 5 * (5 + 3) + 5 * 5 + 3 * 5)
+        self.assertEqual([r.id for r in runs[:9]], [f"ring8-nonsaturating-{f}-s0" for f in quality.FORMS]
+                         + [f"ring8-hinge-{f}-s0" for f in quality.HINGE_FORMS] + ["grid25-nonsaturating-alternating-s0"])
+        self.assertEqual([r.seed for r in runs], sorted(r.seed for r in runs))
+        self.assertEqual(max(r.seed for r in runs if r.task == "digits"), 2)
+        self.assertEqual({r.loss for r in runs if r.task != "ring8"}, {"nonsaturating"})
+        self.assertLen(quality.plan(["ring8"], ["fused"], quality.SEEDS, losses=["nonsaturating"]), 5)
+
+    @parameterized.parameters(("ring8", ring8), ("grid25", grid25), ("digits", digits))
+    def test_configs_are_the_shipped_ones_with_loss_form_and_seed(self, task, module):
+        config = quality.make_config(quality.Run(task, "nonsaturating", "simultaneous", 3), cache_dir="/c")
+        expected = module.get_config()
+        expected.update(form="simultaneous", seed=3, cache_dir="/c")
+        self.assertEqual(fp_config.json_values(config), fp_config.json_values(expected))
+        quick = quality.make_config(quality.Run(task, "nonsaturating", "fused", 0), quick=True, overrides=["g_lr=5e-4"])
+        self.assertEqual((quick.steps, quick.g_lr), (quality.QUICK[task]["steps"], 5e-4))
+
+    def test_bad_overrides_are_config_errors(self):
+        run = quality.Run("ring8", "nonsaturating", "fused", 0)
+        for override, message in (("g_lr", "KEY=VALUE"), ("nope=1", "unknown config key"), ("g_lr=-1", "g_lr")):
+            with self.assertRaisesRegex(fp_config.ConfigError, message):
+                quality.make_config(run, overrides=[override])
+
+
+class RecordTest(tu.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.run_ = quality.Run("ring8", "nonsaturating", "fused", 0)
+        self.config = quality.make_config(self.run_)
+        self.config.update(steps=30, steps_per_epoch=10)
+
+    def test_metrics_from_the_first_non_finite_evaluation_on_are_null(self):
+        history = [entry(10, 1.0, modes_covered=8, high_quality=0.9), entry(20, 2.0, False, modes_covered=0, high_quality=0.0),
+                   entry(30, 3.0, False, modes_covered=0, high_quality=0.0)]
+        summary = {"steps": 30, "train_seconds": 3.0}
+        rec = quality.record(self.run_, self.config, summary, history, 4.0)
+        self.assertEqual((rec["status"], rec["diverged"], rec["diverged_at_step"], rec["final"]), ("diverged", True, 20, None))
+        self.assertEqual([e["metrics"]["modes_covered"] for e in rec["history"]], [8, None, None])
+        self.assertEqual(quality.time_to_threshold(rec), (1.0, 10))
+        # The harness's exact divergence step, where it records one, wins; a NaN metric counts too.
+        summary["divergence"] = {"step": 14, "players": ["generator"]}
+        rec = quality.record(self.run_, self.config, summary, history, 4.0)
+        self.assertEqual(rec["diverged_at_step"], 14)
+        history = [entry(10, 1.0, modes_covered=8, high_quality=float("nan"))]
+        self.assertEqual(quality.record(self.run_, self.config, None, history, 1.0)["diverged_at_step"], 10)
+
+    def test_a_finished_run_and_its_time_to_threshold(self):
+        history = [entry(10, 1.0, modes_covered=8, high_quality=0.5), entry(20, 2.0, modes_covered=8, high_quality=0.85),
+                   entry(30, 3.0, modes_covered=7, high_quality=0.9)]
+        rec = quality.record(self.run_, self.config, {"steps": 30, "train_seconds": 3.0}, history, 4.0)
+        self.assertEqual((rec["status"], rec["final"], rec["train_seconds"]), ("done", history[-1]["metrics"], 3.0))
+        self.assertEqual(quality.time_to_threshold(rec), (2.0, 20))
+        stopped = quality.record(self.run_, self.config, {"steps": 20, "train_seconds": 2.0}, history[:2], 3.0)
+        self.assertEqual((stopped["status"], stopped["final"]), ("stopped", None))
+
+    def test_median_counts_runs_that_never_reached_as_infinitely_slow(self):
+        self.assertEqual(quality._median_or_none([3.0, None, 1.0]), 3.0)
+        self.assertIsNone(quality._median_or_none([3.0, None, None]))
+        self.assertEqual(quality._median_or_none([4.0, 2.0]), 3.0)
+
+
+class QuickGridTest(tu.TestCase):
+    def setUp(self):
+        super().setUp()
+        for name, value in (("QUICK", TINY), ("QUICK_SEEDS", {"ring8": 1, "grid25": 1, "digits": 1})):
+            patcher = mock.patch.object(quality, name, value)
+            patcher.start()
+            self.addCleanup(patcher.stop)
+
+    def test_writes_the_three_files_one_record_per_run_and_resumes(self):
+        out = os.path.join(self.get_temp_dir(), "quality")
+        status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8,digits", "--forms=alternating,fused")
+        self.assertEqual(status, 0, printed)
+        self.assertIn("5/5", printed)
+        self.assertEqual(sorted(os.listdir(out)), ["cache", "quality.png", "results.json", "results.md", "runs", "warm_up"])
+        results = read_results(out)
+        self.assertEqual(
+            [r["id"] for r in results["runs"]],
+            ["ring8-nonsaturating-alternating-s0", "ring8-nonsaturating-fused-s0", "ring8-hinge-alternating-s0",
+             "digits-nonsaturating-alternating-s0", "digits-nonsaturating-fused-s0"],
+        )
+        for rec in results["runs"]:
+            self.assertEqual((rec["status"], rec["steps"], rec["diverged"]), ("done", 20, False))
+            self.assertEqual([e["step"] for e in rec["history"]], [10, 20])
+            self.assertTrue(0 < rec["history"][0]["train_seconds"] < rec["history"][1]["train_seconds"] <= rec["wall_seconds"])
+            self.assertEqual(rec["final"], rec["history"][-1]["metrics"])
+        self.assertEqual(set(results["runs"][-1]["final"]), {"fid", "kid", "inception_score"})
+        self.assertIn("tensorflow", results["environment"])
+        with open(os.path.join(out, "results.md")) as f:
+            table = f.read()
+        for row in ("| ring8 | nonsaturating | fused | 1 | 0 |", "| ring8 | hinge | alternating | 1 | 0 |",
+                    "| digits | nonsaturating | alternating | 1 | 0 |"):
+            self.assertIn(row, table)
+        with open(os.path.join(out, "quality.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+        # A rerun trains nothing; one with another config of the same runs is refused.
+        with mock.patch.object(train_lib, "train", side_effect=AssertionError("retrained")):
+            status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8,digits", "--forms=alternating,fused")
+            self.assertEqual(status, 0, printed)
+            self.assertIn("5 runs, 5 done", printed)
+            status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8", "--forms=fused", "--override=g_lr=5e-4")
+            self.assertEqual(status, 2)
+            self.assertIn("holds run ring8-nonsaturating-fused-s0 with another config", printed)
+        self.assertLen(read_results(out)["runs"], 5)
+
+    def test_a_diverged_run_is_counted_and_a_raising_run_recorded_from_its_logs(self):
+        out = os.path.join(self.get_temp_dir(), "quality")
+        status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8", "--forms=fused", "--losses=nonsaturating",
+                                    "--override=d_lr=1e30", "--override=g_lr=1e30")
+        self.assertEqual(status, 0, printed)
+        (rec,) = read_results(out)["runs"]
+        self.assertEqual((rec["status"], rec["diverged"], rec["final"]), ("diverged", True, None))
+        # train() stops a diverged run at once (TrainingDivergedError): no evaluation after it
+        self.assertGreaterEqual(rec["diverged_at_step"], 1)
+        self.assertTrue(all(e["step"] < rec["diverged_at_step"] for e in rec["history"]))
+        self.assertIn("- ring8-nonsaturating-fused-s0: diverged at G update", printed)
+
+        real_train = train_lib.train
+
+        def train_then_raise(config, workdir, **kwargs):  # a harness that stops a run by raising
+            summary = real_train(config, workdir=workdir, **kwargs)
+            if "warm_up" not in workdir:
+                os.remove(os.path.join(workdir, "summary.json"))
+                raise RuntimeError("stopped")
+            return summary
+
+        out = os.path.join(self.get_temp_dir(), "raising")
+        with mock.patch.object(train_lib, "train", train_then_raise):
+            status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8", "--forms=alternating",
+                                        "--losses=nonsaturating")
+        self.assertEqual(status, 0, printed)
+        (rec,) = read_results(out)["runs"]
+        self.assertEqual((rec["status"], rec["error"], rec["steps"]), ("error", "RuntimeError: stopped", 20))
+        self.assertEqual([e["step"] for e in rec["history"]], [10, 20])
+        self.assertTrue(all(e["finite"] and e["train_seconds"] > 0 for e in rec["history"]))
+        self.assertEqual(set(rec["history"][-1]["metrics"]), {"modes_covered", "high_quality"})
+
+
+if __name__ == "__main__":
+    tf.test.main()

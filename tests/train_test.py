@@ -103,7 +103,7 @@ class BadInputTest(tu.TestCase):
 class CommandLineTest(tu.TestCase):
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []
-        fake_train = lambda config, workdir, verbose: calls.append((config.name, workdir, verbose))
+        fake_train = lambda config, workdir, verbose, strategy: calls.append((config.name, workdir, verbose))
         with mock.patch.object(train_lib, "train", fake_train):
             for tty in (True, False):
                 with contextlib.redirect_stdout(_Terminal(tty)):

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
+import train
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import callbacks, datasets, distribution, train_lib
 from tf_fusedprop.experiment.config import ConfigError, json_values
@@ -62,6 +63,10 @@ class StrategyChoiceTest(tu.TestCase):
         self.assertEqual(distribution.facts(strategy), {"strategy": "one_device", "replicas": 1, "workers": 1})
         self.assertRegex(distribution.describe(strategy), r"^strategy: one_device, 1 replica \((CPU|GPU):0\)$")
         self.assertTrue(distribution.is_chief(strategy))
+
+    def test_train_py_offers_every_strategy(self):
+        flag_values, _ = train._define_flags(["train.py"])
+        self.assertEqual(flag_values["strategy"].parser.enum_values, list(distribution.STRATEGIES))
 
     def test_unknown_strategy_and_multi_worker_without_tf_config_are_one_line_errors(self):
         with self.assertRaisesRegex(distribution.StrategyError, r"unknown strategy 'gpu'; expected one of auto, "):

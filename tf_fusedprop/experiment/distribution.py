@@ -19,10 +19,24 @@ auto-shard policy), so the workers together consume exactly the batches one proc
 each sample once per pass over the data; `FusedPropGAN` draws the latents of the global batch
 and each replica takes the same rows.
 
-Who writes: the chief (`is_chief`) writes the workdir; every other worker writes to a
-temporary directory of its own, deleted when training ends or fails (`output_dir`). All
-workers restore from the chief's checkpoint, so a multi-machine workdir must be on storage
-that every worker reads (the same path on each).
+Who writes: the chief (`is_chief`) writes the workdir and evaluates; every other worker runs
+the same callbacks (checkpoint, export, sample grid, logs) into a temporary directory of its
+own, deleted when training ends or fails (`output_dir`), so that all workers read variables
+in step. (Measured here: Keras reads the epoch's metrics, sync-on-read variables, with an
+all-reduce on every worker; the h5 checkpoint and the SavedModel export read mirrored
+variables only, without collectives.) All workers restore from the chief's checkpoint, so a
+multi-machine workdir must be on storage that every worker reads, at the same path. After
+a worker dies the others fail within seconds (TensorFlow's heartbeats); rerunning every
+worker's command resumes from the chief's last checkpoint.
+
+Replicas and state: spectral norm's power-iteration vector `sn_u` is a mirrored variable
+aggregated ONLY_FIRST_REPLICA: each training call stores the first local replica's new `u`
+on all local replicas; every replica computes it from the same mirrored kernel and the same
+previous `u` (no data enters the power iteration), so it stays identical on every replica of
+every worker, and the chief's copy is checkpointed. BatchNormalization layers (in the digits
+and SNGAN generators) normalize with per-replica batch statistics, so such a G trains on
+several replicas as with `iter_size` micro-batches, not exactly as on one device; networks
+without BatchNorm (ring8, grid25) train exactly as one device with the global batch.
 """
 
 import contextlib

@@ -22,6 +22,10 @@ is reshuffled from a seed folded with the epoch). Earlier epochs' files are kept
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 
+Several devices or machines: `train(..., strategy=...)` builds the GAN in the strategy's
+scope; `config.batch_size` is the global batch; under several workers only the chief writes
+the workdir and evaluates (`distribution`).
+
 Metrics per dataset (see `datasets`): digits, FID (and classifier score) under
 `features.DigitsClassifier`; CIFAR-10, FID and IS under TF-GAN's Inception when
 `config.inception_path` is set; 2-D mixtures, modes covered and the fraction of

@@ -117,10 +117,30 @@ class OutputDirTest(tu.TestCase):
         self.assertFalse(os.path.exists(out))
 
 
+class FitUnderTest(tu.TestCase):
+    def test_several_replicas_run_one_step_per_execution(self):
+        logged = []
+        model = types.SimpleNamespace(steps_per_execution=10, train_step=None)
+        distribution.fit_under(model, stub_strategy(replicas=1), log=logged.append)
+        self.assertEqual((model.steps_per_execution, logged), (10, []))
+        distribution.fit_under(model, stub_strategy(replicas=2), log=logged.append)
+        self.assertEqual(model.steps_per_execution, 1)
+        self.assertEqual(logged, ["steps_per_execution 10 -> 1 on 2 replicas (Keras's multi-step loop fails under "
+                                  "tf.distribute, keras-team/keras#19246)."])
+
+    def test_several_workers_return_each_step_value_as_a_vector(self):
+        model = types.SimpleNamespace(steps_per_execution=1, train_step=lambda data: {"d_loss": tf.constant(2.0)})
+        distribution.fit_under(model, stub_strategy(replicas=2, workers=2))
+        self.assertAllEqual(model.train_step(None)["d_loss"], [2.0])
+
+
 class ShardTest(tu.TestCase):
-    def test_pipelines_are_sharded_by_data(self):
-        dataset = distribution.shard_by_data(tf.data.Dataset.range(4).batch(2))
+    def test_pipelines_are_sharded_by_data_and_endless(self):
+        stream = tf.data.Dataset.counter().batch(2)  # Finite to TensorFlow, as ring8's.
+        dataset = distribution.shard_by_data(stream)
         self.assertEqual(dataset.options().experimental_distribute.auto_shard_policy, tf.data.experimental.AutoShardPolicy.DATA)
+        self.assertEqual(dataset.cardinality(), tf.data.INFINITE_CARDINALITY)
+        self.assertAllEqual(list(dataset.take(2)), list(stream.take(2)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,7 +266,7 @@ class DistributedTrainTest(tu.TestCase):
         """D is spectrally normalized: equal weights mean that both replicas used the same
         power-iteration vector (another one would change replica 1's gradients)."""
         tmp = self.get_temp_dir()
-        config = tiny("ring8", steps=4, steps_per_epoch=2)
+        config = tiny("ring8", steps=4, steps_per_epoch=2, steps_per_execution=2)
         config.discriminator.spectral_norm = True
         flags = config_flags("ring8", config) + ["--strategy=mirrored", "--cpu_devices=2"]
         script = (
@@ -266,6 +286,7 @@ class DistributedTrainTest(tu.TestCase):
         )
         self.assertFalse(os.path.exists(os.path.join(tmp, "bad")))
         self.assertIn("strategy: mirrored, 2 replicas (CPU:0, CPU:1)\n", result.stdout)
+        self.assertIn("steps_per_execution 2 -> 1 on 2 replicas", result.stdout)
         summary = read_json(os.path.join(tmp, "run", "summary.json"))
         self.assertEqual((summary["steps"], summary["strategy"], summary["replicas"], summary["workers"]), (4, "mirrored", 2, 1))
 
@@ -321,7 +342,7 @@ class DistributedTrainTest(tu.TestCase):
         tmp = self.get_temp_dir()
         workdir = os.path.join(tmp, "run")
         steps = 40 if kill else 20
-        config = tiny("ring8", form=form, iter_size=iter_size, steps=steps, steps_per_epoch=10)
+        config = tiny("ring8", form=form, iter_size=iter_size, steps=steps, steps_per_epoch=10, steps_per_execution=5)
         config.discriminator.spectral_norm = spectral_norm
         flags = config_flags("ring8", config)
         epochs = steps // 10
@@ -346,6 +367,7 @@ class DistributedTrainTest(tu.TestCase):
         self.assertEqual(other_status, 0, other_output[-3000:])
         self.assertIn("strategy: multi_worker, 2 replicas (CPU:0 on worker 0 of 2 workers, chief)", chief_output)
         self.assertIn("strategy: multi_worker, 2 replicas (CPU:0 on worker 1 of 2 workers, not the chief)", other_output)
+        self.assertIn("steps_per_execution 5 -> 1 on 2 replicas", chief_output)
         if kill:
             for output in (chief_output, other_output):
                 self.assertIn(f"Resuming from epoch {resumed_from}/{epochs} ({10 * resumed_from} steps done).", output)

@@ -15,7 +15,7 @@ Batches: `config.batch_size` is the global batch, split evenly over the replicas
 replica's share is split into `iter_size` micro-batches, so it must be divisible by
 replicas x iter_size (`check_run`). Every worker runs the same pipeline with the same
 seed and keeps its replicas' rows of each global batch (`shard_by_data`: tf.data's DATA
-auto-shard policy), so the workers together consume exactly the batches one process would,
+auto-shard policy, and an explicitly endless stream), so the workers together consume exactly the batches one process would,
 each sample once per pass over the data; `FusedPropGAN` draws the latents of the global batch
 and each replica takes the same rows.
 
@@ -219,16 +219,24 @@ def _spectral_norm(config):
     return bool(config.discriminator.get("spectral_norm", default))
 
 
-def fit_under(model, strategy):
+def fit_under(model, strategy, log=print):
     """Makes Keras's `fit` run `model` (a `FusedPropGAN`) under `strategy`; returns the model.
 
-    Under a multi-worker strategy Keras 3 reduces each step's metric results with
+    Two Keras 3 failures under tf.distribute are worked around here. On several replicas a
+    loop of `steps_per_execution` > 1 steps fails ("You must feed a value for placeholder
+    tensor", keras-team/keras#19246; a plain `Sequential` fails too), so such a model runs one
+    step per execution (the same updates; `log` says so; the config is unchanged). Under a
+    multi-worker strategy Keras reduces each step's metric results with
     `strategy.reduce("MEAN", value, axis=0)`, which fails on the scalars every model returns
     ("Invalid reduction dimension 0 for input with 0 dimensions", tensorflow/tensorflow#72388;
-    `distribute_reduction_method` is not consulted). Here each step value becomes a vector of
-    one element, so that reduction is the mean over all replicas of all workers. The epoch's
-    logs (callbacks, TensorBoard, summary) are read from the metric variables as usual.
+    `distribute_reduction_method` is not consulted), so each step value becomes a vector of
+    one element, whose mean over axis 0 is the mean over all replicas of all workers. The
+    epoch's logs (callbacks, TensorBoard, summary) are read from the metric variables as usual.
     """
+    if strategy.num_replicas_in_sync > 1 and model.steps_per_execution > 1:
+        log(f"steps_per_execution {model.steps_per_execution} -> 1 on {strategy.num_replicas_in_sync} replicas "
+            "(Keras's multi-step loop fails under tf.distribute, keras-team/keras#19246).")
+        model.steps_per_execution = 1
     if facts(strategy)["workers"] > 1:
         train_step = model.train_step
 
@@ -240,15 +248,20 @@ def fit_under(model, strategy):
 
 
 def shard_by_data(dataset):
-    """`dataset` with tf.data's DATA auto-shard policy: under a multi-worker strategy each worker
-    runs the whole pipeline (same seed) and keeps its own replicas' rows of every global batch.
+    """A training pipeline as a strategy should take it: with tf.data's DATA auto-shard
+    policy (under a multi-worker strategy each worker runs the whole pipeline, same seed, and
+    keeps its own replicas' rows of every global batch), and repeated.
 
     AUTO would shard a file-backed pipeline (TFDS CIFAR-10) by files: it fails with fewer
-    files than workers, and the workers' batches would no longer be one process's.
+    files than workers, and the workers' batches would no longer be one process's. The
+    repeat changes no batch of an endless stream but makes its cardinality INFINITE (ring8's
+    `Dataset.counter()` is finite to TensorFlow): otherwise every multi-worker step agrees
+    on "data left" by an all-reduce, which fails inside Keras's loop of
+    `steps_per_execution` > 1 ("You must feed a value for placeholder tensor").
     """
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return dataset.with_options(options)
+    return dataset.repeat().with_options(options)
 
 
 @contextlib.contextmanager

@@ -108,9 +108,12 @@ def _train(config, spec, workdir, out, strategy, verbose, start):
     evaluator = make_evaluator(config.cache_dir or os.path.join(workdir, "cache"), _print) if make_evaluator else None
 
     # Build: the GAN, restored from the last checkpoint, and the callbacks.
+    _print(distribution.describe(strategy))
+    if out != workdir:
+        _print(f"Not the chief: this worker writes to {out} (deleted at the end); the chief writes {workdir}.")
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
-        gan = distribution.fit_under(build_gan(config), strategy)
+        gan = distribution.fit_under(build_gan(config), strategy, log=_print)
     initial_epoch = checkpoint.restore(gan)
     epochs, steps_per_epoch = schedule(config)
     if out != workdir:  # Other workers run the chief's callbacks (the same variable reads), writing to `out`.
@@ -118,9 +121,6 @@ def _train(config, spec, workdir, out, strategy, verbose, start):
     run = _Callbacks.create(config, spec, out, evaluator, checkpoint, initial_epoch * steps_per_epoch)
 
     # Fit.
-    _print(distribution.describe(strategy))
-    if out != workdir:
-        _print(f"Not the chief: this worker writes to {out} (deleted at the end); the chief writes {workdir}.")
     _print(
         f"{config.name}: {config.dataset}, network {config.network}, loss {config.loss}, form {config.form}, "
         f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}; workdir {workdir}"

@@ -15,9 +15,10 @@ Batches: `config.batch_size` is the global batch, split evenly over the replicas
 replica's share is split into `iter_size` micro-batches, so it must be divisible by
 replicas x iter_size (`check_run`). Every worker runs the same pipeline with the same
 seed and keeps its replicas' rows of each global batch (`shard_by_data`: tf.data's DATA
-auto-shard policy, and an explicitly endless stream), so the workers together consume exactly the batches one process would,
-each sample once per pass over the data; `FusedPropGAN` draws the latents of the global batch
-and each replica takes the same rows.
+auto-shard policy): replica r of R gets rows [r*b, (r+1)*b) of each global batch of R*b,
+so the workers together consume exactly the batches one process would, each sample once
+per pass over the data; `FusedPropGAN` draws the latents of the global batch and each
+replica takes the same rows. Keras 3 needs two workarounds under a strategy (`fit_under`).
 
 Who writes: the chief (`is_chief`) writes the workdir and evaluates; every other worker runs
 the same callbacks (checkpoint, export, sample grid, logs) into a temporary directory of its
@@ -25,7 +26,8 @@ own, deleted when training ends or fails (`output_dir`), so that all workers rea
 in step. (Measured here: Keras reads the epoch's metrics, sync-on-read variables, with an
 all-reduce on every worker; the h5 checkpoint and the SavedModel export read mirrored
 variables only, without collectives.) All workers restore from the chief's checkpoint, so a
-multi-machine workdir must be on storage that every worker reads, at the same path. After
+multi-machine workdir must be a shared file system mounted at the same path on every
+machine (the harness writes with Python's file functions: no gs:// paths). After
 a worker dies the others fail within seconds (TensorFlow's heartbeats); rerunning every
 worker's command resumes from the chief's last checkpoint.
 

@@ -4,6 +4,7 @@
     python train.py --config=configs/ring8.py          # any config file ...
     python train.py --config=configs/cifar10_cnn_ns.py:fused --config.steps=2000  # variant, overrides
     python train.py --workdir=runs/mine                # choose the run directory (resumes it)
+    python train.py --strategy=mirrored                # all GPUs of this machine (see below)
 
 `--config.<key>=<value>` overrides a field of the config (nested: `--config.generator.width=16`);
 see `configs/base.py` for the fields. Without `--workdir`, the latest unfinished run of the
@@ -16,9 +17,18 @@ it with smaller learning rates: a tenth of the rates that diverged, at most the 
 A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/learning_rates.json);
 any other change of config is refused.
 
+`--strategy=auto|one_device|mirrored|multi_worker|tpu` picks the `tf.distribute` strategy
+(`tf_fusedprop/experiment/distribution.py`); `auto` (the default) is `multi_worker` when
+`TF_CONFIG` names several workers, `mirrored` with several GPUs, else one device.
+`config.batch_size` stays the global batch. Multi-worker: start this command on every worker
+with the same `--workdir` (shared storage) and its own `TF_CONFIG`; the chief writes the workdir,
+and rerunning all of them after a failure resumes from the chief's last checkpoint.
+`--cpu_devices=N` splits the CPU into N logical devices, to try `mirrored` on a CPU-only machine.
+
 Exit status: 0 when training is done; 3 when training diverged (above); 2 for bad input
 (unknown config key or value, invalid (loss, form) pair, unwritable workdir, CIFAR-10 or
-the Inception module neither local nor downloadable: offline, within seconds), with one line
+the Inception module neither local nor downloadable: offline, within seconds; a strategy
+that cannot run here, a batch not divisible by replicas x iter_size), with one line
 `error: ...` on stderr saying what was received and what to do. TensorFlow's native
 start-up lines are hidden whatever `TF_CPP_MIN_LOG_LEVEL` says, unless it is 0 (show TF's
 info logs); a Python error while TensorFlow loads still shows them, with its traceback.
@@ -69,6 +79,15 @@ def _define_flags(argv):
         "workdir", None, "run directory (default: resume the latest unfinished runs/<name>-*, or start "
         "runs/<name>-<timestamp>)", flag_values=flag_values,
     )
+    flags.DEFINE_enum(
+        "strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
+        "tf.distribute strategy; auto: multi_worker if TF_CONFIG names several workers, mirrored with several "
+        "GPUs, else one device", flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "cpu_devices", 1, "split the CPU into this many logical devices (to try --strategy=mirrored without GPUs)",
+        lower_bound=1, flag_values=flag_values,
+    )
     return flag_values, config
 
 
@@ -116,7 +135,7 @@ def _describe_flag_error(err, argv):
             f"{', '.join(_config_files())}."
         )
     if isinstance(err, flags.UnrecognizedFlagError):
-        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value> and --workdir=DIR (see --help)."
+        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy and --cpu_devices (see --help)."
     message = str(err)
     if "Traceback (most recent call last)" in message:  # An error raised inside get_config.
         message = f"cannot load the config: {message.strip().splitlines()[-1]}"
@@ -198,6 +217,7 @@ def run(argv):
     with _native_stderr_silenced(quiet):
         import tensorflow as tf
 
+        from tf_fusedprop.experiment import distribution
         from tf_fusedprop.experiment import train_lib
         from tf_fusedprop.experiment.config import ConfigError
         from tf_fusedprop.experiment import divergence
@@ -205,8 +225,11 @@ def run(argv):
         from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
 
         tf.config.list_physical_devices()  # Probes for CUDA here, while its banner is hidden.
+        if flag_values.cpu_devices > 1:
+            distribution.split_cpu(flag_values.cpu_devices)
     try:
-        train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2)
+        strategy = distribution.make_strategy(flag_values.strategy)
+        train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2, strategy=strategy)
     except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
     except divergence.TrainingDivergedError as err:

@@ -158,6 +158,7 @@ def tiny_config(name, variant="", cache_dir=None):
     config.update(
         batch_size=8, steps=2, steps_per_epoch=1, steps_per_execution=1, latent_dim=8, grid_samples=4,
         eval_samples=20, cache_dir=cache_dir,
+        mixed_precision="float32",  # what "auto" picks depends on the machine; tests must not
     )
     widths = {
         "digits": {"width": (4, 4)},

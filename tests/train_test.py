@@ -68,6 +68,9 @@ class BadInputTest(tu.TestCase):
         (["--config.loss=hinge"], r"invalid \(loss, form\) pair: The hinge loss does not support form='fused'"),
         (["--config.loss=l2"], r"unknown loss: received config.loss='l2'"),
         (["--config.steps=0"], r"config.steps must be a positive integer; received steps=0"),
+        (["--strategy=gpu"], r"flag --strategy=gpu: value should be one of <auto\|one_device\|mirrored\|multi_worker\|tpu>"),
+        (["--strategy=multi_worker"], r"--strategy=multi_worker needs TF_CONFIG, the cluster and this worker's task"),
+        (["--strategy=tpu"], r"--strategy=tpu found no TPU \(.+\); run on a Cloud TPU VM or set TPU_NAME"),
         (["--workdir={tmp}/file/run"], r"cannot write to workdir '.*file/run' \(NotADirectoryError"),
         (
             ["--config=configs/cifar10_cnn_ns.py", "--config.data_dir={tmp}"],
@@ -145,7 +148,7 @@ class QuietStartTest(tu.TestCase):
 class CommandLineTest(tu.TestCase):
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []
-        fake_train = lambda config, workdir, verbose: calls.append((config.name, workdir, verbose))
+        fake_train = lambda config, workdir, verbose, strategy: calls.append((config.name, workdir, verbose))
         with mock.patch.object(train_lib, "train", fake_train):
             for tty in (True, False):
                 with contextlib.redirect_stdout(_Terminal(tty)):

@@ -18,6 +18,7 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | `images` | sample grids and scatter plots rendered with numpy, written as PNG |
 | `summaries` | TensorBoard scalar/image/text records with core TensorFlow only |
 | `callbacks` | Keras callbacks: sample grids, evaluation, throughput, scalars, SIGKILL-safe checkpoints |
+| `distribution` | the `tf.distribute` strategy of `train.py --strategy`, its checks, sharding, and who writes |
 | `divergence` | stops a run at its first non-finite update, keeping the last good checkpoint; the resume command |
 | `train_lib` | `train(config, workdir)`: prepare, build, fit, finish |
 """

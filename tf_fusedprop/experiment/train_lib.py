@@ -24,6 +24,10 @@ change `d_lr` and `g_lr` (recorded in `learning_rates.json`); the rest must matc
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 
+Several devices or machines: `train(..., strategy=...)` builds the GAN in the strategy's
+scope; `config.batch_size` is the global batch; under several workers only the chief writes
+the workdir and evaluates (`distribution`).
+
 Metrics per dataset (see `datasets`): digits, FID, KID (and classifier score) under
 `features.DigitsClassifier`; CIFAR-10, FID and IS under TF-GAN's Inception when
 `config.inception_path` is set; 2-D mixtures, modes covered and the fraction of
@@ -47,6 +51,7 @@ from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import precision as fp_precision
 from tf_fusedprop.experiment import callbacks
 from tf_fusedprop.experiment import datasets
+from tf_fusedprop.experiment import distribution
 from tf_fusedprop.experiment import divergence
 from tf_fusedprop.experiment import files
 from tf_fusedprop.experiment import summaries
@@ -57,27 +62,34 @@ from tf_fusedprop.gan import FusedPropGAN
 __all__ = ["build_gan", "train"]
 
 
-def train(config, workdir=None, runs_root="runs", verbose=1):
+def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
     """Trains a GAN as `config` says, in `workdir`; resumes the run found there.
+
+    Under a multi-worker `strategy` every worker calls this with the same `workdir`; only the
+    chief writes it and evaluates, the others write to temporary directories (`distribution`).
 
     Args:
       config: an `ml_collections.ConfigDict` as built by `configs/*.py` (see `config.validate`).
       workdir: the run directory; None for `workdir.default_workdir(config, runs_root)`.
       runs_root: the parent of default workdirs.
       verbose: `fit`'s verbosity (1: progress bar).
+      strategy: the `tf.distribute.Strategy` to train under (`distribution.make_strategy`);
+        None for the current one (the default strategy outside any scope).
 
     Returns:
       The summary (also written to `workdir/summary.json`): `steps` (G updates in total),
       `d_steps`, `epochs`, `learning_rate_changes` (`workdir.learning_rate_changes`),
       `steps_per_second` and `train_seconds` (this process's epochs, tracing included; None
       and 0 when nothing was left to train), `wall_seconds` (this process),
-      `resumed_from_epoch`, `metrics` (the last evaluation), `final_metric` (`{"name",
-      "value"}`), `history` (this process's evaluations: `epoch`, `step`, `train_seconds` so
-      far, `metrics`, `finite`; see `callbacks.Evaluation`), paths `workdir`, `samples`,
-      `generator`, and `config`.
+      `resumed_from_epoch`, `precision` (`{"policy", "reason"}`), `metrics` (the last
+      evaluation), `final_metric` (`{"name", "value"}`), `history` (this process's
+      evaluations: `epoch`, `step`, `train_seconds` so far, `metrics`, `finite`; see
+      `callbacks.Evaluation`), paths `workdir`, `samples`, `generator`, `config`, and
+      `strategy`, `replicas`, `workers` (`distribution.facts`).
 
     Raises:
-      ConfigError: invalid config, unwritable workdir, or a workdir holding another run.
+      ConfigError: invalid config, unwritable workdir, a workdir holding another run, a batch
+        or model that does not fit the strategy (`distribution.check_run`).
       tf_fusedprop.experiment.data.DatasetUnavailableError: CIFAR-10 is neither prepared nor
         downloadable.
       tf_fusedprop.experiment.features.InceptionModuleUnavailableError: bad `config.inception_path`.
@@ -85,32 +97,46 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
         non-finite; the last good checkpoint is kept.
     """
     start = time.perf_counter()
+    strategy = strategy or tf.distribute.get_strategy()
     validate(config)
+    distribution.check_run(config, workdir, strategy)
     spec = datasets.get(config.dataset)
     workdir = os.fspath(workdir) if workdir is not None else fp_workdir.default_workdir(config, runs_root)
     summary = fp_workdir.completed_run(workdir, config)
     if summary is not None:
         _print(f"Run already complete: {os.path.join(workdir, 'summary.json')}")
         return summary
+    with distribution.output_dir(workdir, strategy) as out:
+        return _train(config, spec, workdir, out, strategy, verbose, start)
 
+
+def _train(config, spec, workdir, out, strategy, verbose, start):
+    """`train` once the run is known: restores from `workdir`, writes to `out` (`workdir` on the chief)."""
     # Prepare: what bad input breaks (data, Inception module, workdir) fails before anything is written.
     checkpoint = callbacks.BackupAndRestore(os.path.join(workdir, "backup"))
-    make_evaluator = spec.evaluator(config) if config.eval_samples else None
-    dataset = spec.pipeline(config, _data_seed(config, checkpoint.metadata()))
-    fp_workdir.make_workdir(workdir, config)
-    rates_changed = fp_workdir.record_learning_rates(workdir, config, checkpoint.metadata())
+    chief = out == workdir
+    make_evaluator = spec.evaluator(config) if config.eval_samples and chief else None
+    dataset = distribution.shard_by_data(spec.pipeline(config, _data_seed(config, checkpoint.metadata())))
+    fp_workdir.make_workdir(out, config)
+    rates_changed = fp_workdir.record_learning_rates(workdir, config, checkpoint.metadata()) if chief else None
     evaluator = make_evaluator(config.cache_dir or os.path.join(workdir, "cache"), _print) if make_evaluator else None
 
     # Build: the GAN, restored from the last checkpoint, and the callbacks.
     precision = fp_precision.choose(config.mixed_precision)
+    _print(distribution.describe(strategy))
     _print(f"precision: {precision.policy} ({precision.reason})")
+    if not chief:
+        _print(f"Not the chief: this worker writes to {out} (deleted at the end); the chief writes {workdir}.")
     keras.utils.set_random_seed(config.seed)
-    gan = build_gan(config, precision)
+    with strategy.scope():
+        gan = distribution.fit_under(build_gan(config, precision), strategy, log=_print)
     initial_epoch = checkpoint.restore(gan)
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
     gan.d_optimizer.learning_rate, gan.g_optimizer.learning_rate = config.d_lr, config.g_lr
     epochs, steps_per_epoch = schedule(config)
-    run = _Callbacks.create(config, spec, workdir, evaluator, checkpoint, initial_epoch * steps_per_epoch)
+    if not chief:  # Other workers run the chief's callbacks (the same variable reads), writing to `out`.
+        checkpoint = callbacks.BackupAndRestore(os.path.join(out, "backup"))
+    run = _Callbacks.create(config, spec, out, evaluator, checkpoint, initial_epoch * steps_per_epoch)
 
     # Fit.
     _print(
@@ -124,14 +150,14 @@ def train(config, workdir=None, runs_root="runs", verbose=1):
     try:
         gan.fit(
             dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch,
-            callbacks=[divergence.DivergenceMonitor(checkpoint, workdir)] + run.all, verbose=verbose, shuffle=False,
+            callbacks=[divergence.DivergenceMonitor(checkpoint, out)] + run.all, verbose=verbose, shuffle=False,
         )
     except divergence.TrainingDivergedError:
         run.writer.close()
         raise
 
     # Finish: the last metrics, G exported, summary.json.
-    return _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precision)
+    return _finish(config, gan, out, evaluator, run, initial_epoch, start, precision, distribution.facts(strategy))
 
 
 def build_gan(config, precision=None):
@@ -210,7 +236,7 @@ class _Callbacks:
         return cls(writer, throughput, evaluation, grid, everything)
 
 
-def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precision):
+def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precision, strategy_facts):
     """Exports G, writes and returns the summary, and prints the final metrics."""
     metrics = {}
     if evaluator is not None:
@@ -239,6 +265,7 @@ def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precisio
         "samples": samples if os.path.exists(samples) else None,
         "generator": generator_path,
         "config": json_values(config),
+        **strategy_facts,
     }
     summary_path = os.path.join(workdir, "summary.json")
     files.write_json(summary_path, summary)

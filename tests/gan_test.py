@@ -455,6 +455,15 @@ for iter_size in (1, 2):
     assert all(np.isfinite(v[-1]) for v in history.history.values())
 z = strategy.run(tf.function(lambda: gan.sample_latents(4)))
 z0, z1 = [t.numpy() for t in strategy.experimental_local_results(z)]
+# Spectral norm inside the accumulation loop: each replica updates its own (equal) copy of u.
+with strategy.scope():
+    gan = fp.FusedPropGAN(tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(spectral_norm=True),
+                          form="inverse", iter_size=2, seed=3)
+    gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+u_before = gan.discriminator.layers[0].sn_u.numpy()
+gan.fit(data, batch_size=16, epochs=1, shuffle=False, verbose=0)
+u0, u1 = [v.numpy() for v in strategy.experimental_local_results(gan.discriminator.layers[0].sn_u.value)]
+print("SN_U_EQUAL", np.array_equal(u0, u1) and not np.allclose(u0, u_before))
 print("MAXDIFF", max(float(np.max(np.abs(a - b))) for a, b in zip(results[1], results[2])))
 print("REPLICA_LATENTS_DIFFER", not np.allclose(z0, z1))
 """
@@ -465,9 +474,10 @@ class MirroredStrategyTest(tu.TestCase):
         result = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT], capture_output=True, text=True, cwd=ROOT,
                                 env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("MAXDIFF", "REPLICA")))
+        lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("MAXDIFF", "REPLICA", "SN_U")))
         self.assertLess(float(lines["MAXDIFF"]), 1e-5)
         self.assertEqual(lines["REPLICA_LATENTS_DIFFER"], "True")
+        self.assertEqual(lines["SN_U_EQUAL"], "True")
 
 
 if __name__ == "__main__":

@@ -78,9 +78,12 @@ class FusedPropGAN(keras.Model):
 
     Randomness comes from the model's `keras.random.SeedGenerator`. Under a `tf.distribute`
     strategy the latents (and fake labels) of a step are drawn for the global batch and each
-    replica takes its own rows, so replicas differ and N replicas train exactly like one
-    device with the global batch; augmentation and interpolation seeds are folded with the
-    replica id.
+    replica takes its own rows, so replicas differ and N replicas train like one device with
+    the global batch, up to the order of float sums, as long as no layer uses batch
+    statistics (Keras's BatchNormalization in G normalizes each replica's share on its own,
+    as micro-batches do; spectral norm with `iter_size` > 1 advances its power iteration per
+    micro-batch, and replicas split the rows differently); augmentation and interpolation
+    seeds are folded with the replica id.
 
     Mixed float16: compile with both optimizers wrapped in `keras.optimizers.LossScaleOptimizer`
     (same `initial_scale` and `dynamic_growth_steps`). A single-pass step back-propagates once,

@@ -55,14 +55,18 @@ class _FusedPropLayer:
 
     def _build_spectral_norm(self, out_dim):
         if self.spectral_norm:
-            # Under a tf.distribute strategy every replica computes the same u from the same
-            # (mirrored) kernel; the first replica's value is the one stored.
-            self.sn_u = self.add_weight(
-                name="sn_u",
-                shape=(out_dim,),
+            # Under a tf.distribute strategy each replica updates its own copy of u (sync on
+            # read: no cross-replica merge inside a training step, also within gradient
+            # accumulation's loop), and every replica computes the same u from the same mirrored
+            # kernel and previous u; reading it outside the step (a checkpoint) gives the first
+            # replica's copy.
+            self.sn_u = keras.Variable(
                 initializer=keras.initializers.RandomNormal(stddev=1.0),
+                shape=(out_dim,),
                 trainable=False,
+                synchronization="on_read",
                 aggregation="only_first_replica",
+                name="sn_u",
             )
 
     def _normalized_kernel(self, training):

@@ -91,16 +91,6 @@ class CheckRunTest(tu.TestCase):
         with self.assertRaisesRegex(ConfigError, r"several workers need an explicit workdir"):
             distribution.check_run(config, None, stub_strategy(replicas=2, workers=2))
 
-    def test_spectral_norm_with_accumulation_is_refused_on_several_replicas(self):
-        config = tu.tiny_config("digits")  # The digits D is spectrally normalized by default.
-        config.iter_size = 2
-        distribution.check_run(config, "w", stub_strategy(replicas=1))
-        with self.assertRaisesRegex(ConfigError, r"spectral norm with config.iter_size=2 does not train on 2 replicas"):
-            distribution.check_run(config, "w", stub_strategy(replicas=2))
-        config.discriminator.spectral_norm = False
-        distribution.check_run(config, "w", stub_strategy(replicas=2))
-
-
 class OutputDirTest(tu.TestCase):
     def test_the_chief_writes_the_workdir(self):
         with distribution.output_dir("w", stub_strategy(workers=2)) as out:

@@ -31,18 +31,18 @@ machine (the harness writes with Python's file functions: no gs:// paths). After
 a worker dies the others fail within seconds (TensorFlow's heartbeats); rerunning every
 worker's command resumes from the chief's last checkpoint.
 
-Replicas and state: spectral norm's power-iteration vector `sn_u` is a mirrored variable
-aggregated ONLY_FIRST_REPLICA: each training call stores the first local replica's new `u`
-on all local replicas; every replica computes it from the same mirrored kernel and the same
-previous `u` (no data enters the power iteration), so it stays identical on every replica of
-every worker, and the chief's copy is checkpointed. BatchNormalization layers (in the digits
+Replicas and state: spectral norm's power-iteration vector `sn_u` is a sync-on-read variable
+aggregated ONLY_FIRST_REPLICA: each replica updates its own copy in its training calls (no
+cross-replica merge, so it also works inside gradient accumulation's loop); every replica
+computes it from the same mirrored kernel and the same previous `u` (no data enters the power
+iteration), so the copies stay identical on every replica of every worker, and the chief's
+first replica's copy is checkpointed. BatchNormalization layers (in the digits
 and SNGAN generators) normalize with per-replica batch statistics, so such a G trains on
 several replicas as with `iter_size` micro-batches, not exactly as on one device; networks
 without BatchNorm (ring8, grid25) train exactly as one device with the global batch.
 """
 
 import contextlib
-import inspect
 import json
 import os
 import shutil
@@ -189,10 +189,8 @@ def is_chief(strategy):
 
 def check_run(config, workdir, strategy):
     """Raises `ConfigError` (one line) if `config` cannot train under `strategy`: a global batch
-    that does not split into replicas x `iter_size`, several workers without an explicit
-    `workdir`, or spectral norm with `iter_size` > 1 on several replicas (the power iteration's
-    update inside the accumulation loop would need a cross-replica merge, which TensorFlow does
-    not allow in a loop)."""
+    that does not split into replicas x `iter_size`, or several workers without an explicit
+    `workdir`."""
     replicas = strategy.num_replicas_in_sync
     parts = replicas * config.iter_size
     if config.batch_size % parts:
@@ -205,20 +203,6 @@ def check_run(config, workdir, strategy):
         raise ConfigError(
             "several workers need an explicit workdir on storage they all read: pass the same --workdir=DIR to each."
         )
-    if replicas > 1 and config.iter_size > 1 and _spectral_norm(config):
-        raise ConfigError(
-            f"spectral norm with config.iter_size={config.iter_size} does not train on {replicas} replicas (its "
-            "power-iteration update inside the accumulation loop needs a cross-replica merge); use iter_size=1 (a "
-            "larger batch per replica instead of accumulation) or one device."
-        )
-
-
-def _spectral_norm(config):
-    """Whether the config's discriminator is spectrally normalized (given, or the builder's default)."""
-    _, builder = fp_networks.get(config.network)
-    parameter = inspect.signature(builder).parameters.get("spectral_norm")
-    default = parameter is not None and parameter.default is True
-    return bool(config.discriminator.get("spectral_norm", default))
 
 
 def fit_under(model, strategy, log=print):

@@ -39,8 +39,7 @@ import os
 import sys
 import tempfile
 
-from absl import flags
-from absl import logging
+from absl import flags, logging
 from ml_collections import config_flags
 
 REPO = os.path.dirname(os.path.abspath(__file__))
@@ -63,8 +62,13 @@ def _resolve_config_paths(argv):
     resolved = list(argv)
     for i, arg in enumerate(resolved):
         if arg.startswith("--config="):
-            path, sep, variant = arg[len("--config="):].partition(":")
-            if path and not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(os.path.join(REPO, path)):
+            path, sep, variant = arg[len("--config=") :].partition(":")
+            if (
+                path
+                and not os.path.isabs(path)
+                and not os.path.exists(path)
+                and os.path.exists(os.path.join(REPO, path))
+            ):
                 resolved[i] = f"--config={os.path.join(REPO, path)}{sep}{variant}"
     return resolved
 
@@ -72,21 +76,32 @@ def _resolve_config_paths(argv):
 def _define_flags(argv):
     flag_values = flags.FlagValues()
     config = config_flags.DEFINE_config_file(
-        "config", default=DEFAULT_CONFIG, flag_values=flag_values, sys_argv=argv,
+        "config",
+        default=DEFAULT_CONFIG,
+        flag_values=flag_values,
+        sys_argv=argv,
         help_string="config file, configs/<name>.py[:variant]; override fields with --config.<key>=<value>",
     )
     flags.DEFINE_string(
-        "workdir", None, "run directory (default: resume the latest unfinished runs/<name>-*, or start "
-        "runs/<name>-<timestamp>)", flag_values=flag_values,
+        "workdir",
+        None,
+        "run directory (default: resume the latest unfinished runs/<name>-*, or start runs/<name>-<timestamp>)",
+        flag_values=flag_values,
     )
     flags.DEFINE_enum(
-        "strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
+        "strategy",
+        "auto",
+        ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
         "tf.distribute strategy; auto: multi_worker if TF_CONFIG names several workers, mirrored with several "
-        "GPUs, else one device", flag_values=flag_values,
+        "GPUs, else one device",
+        flag_values=flag_values,
     )
     flags.DEFINE_integer(
-        "cpu_devices", 1, "split the CPU into this many logical devices (to try --strategy=mirrored without GPUs)",
-        lower_bound=1, flag_values=flag_values,
+        "cpu_devices",
+        1,
+        "split the CPU into this many logical devices (to try --strategy=mirrored without GPUs)",
+        lower_bound=1,
+        flag_values=flag_values,
     )
     return flag_values, config
 
@@ -119,13 +134,13 @@ def _describe_flag_error(err, argv):
     overrides = [a for a in argv[1:] if a.startswith("--config.")]
     if config is not None:
         for arg in overrides:
-            key = arg[len("--config."):].split("=", 1)[0]
+            key = arg[len("--config.") :].split("=", 1)[0]
             found, value = _lookup(config, key)
             if not found:
                 return f"unknown config key {key!r} (received {arg}); valid keys here: {', '.join(value)}."
         if isinstance(err, flags.IllegalFlagValueError):
             for arg in overrides:
-                key = arg[len("--config."):].split("=", 1)[0]
+                key = arg[len("--config.") :].split("=", 1)[0]
                 if arg in str(err) or f"--config.{key}=" in str(err):
                     expected = type(_lookup(config, key)[1]).__name__
                     return f"bad value for config.{key}: {_one_line(err)}; expected a value of type {expected}."
@@ -217,10 +232,8 @@ def run(argv):
     with _native_stderr_silenced(quiet):
         import tensorflow as tf
 
-        from tf_fusedprop.experiment import distribution
-        from tf_fusedprop.experiment import train_lib
+        from tf_fusedprop.experiment import distribution, divergence, train_lib
         from tf_fusedprop.experiment.config import ConfigError
-        from tf_fusedprop.experiment import divergence
         from tf_fusedprop.experiment.data import DatasetUnavailableError
         from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
 

@@ -10,8 +10,8 @@ alternating step, and their ratio.
 import statistics
 import time
 
-import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import keras
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import tensorflow as tf
 from absl import app, flags
 
@@ -79,12 +79,21 @@ def main(argv):
     for name, s in seconds.items():
         print(f"{name:<30} {s:7.3f} s")
     fused = seconds["G fwd+bwd (n)"] + seconds["D fwd+bwd params+input (2n)"] + 2 * seconds["Adam update of D"]
-    alternating = (seconds["G fwd (n)"] + seconds["D fwd+bwd params (2n)"] + seconds["G fwd+bwd (n)"]
-                   + seconds["D fwd+bwd input (n)"] + 2 * seconds["Adam update of D"])
-    print(f"model of a fused step: {fused:.3f} s; of an efficient alternating step: {alternating:.3f} s; "
-          f"ratio {alternating / fused:.2f}x")
-    print(f"share of the fused step in D's backward to parameters+input: "
-          f"{(seconds['D fwd+bwd params+input (2n)'] - seconds['D fwd (2n)']) / fused:.0%}")
+    alternating = (
+        seconds["G fwd (n)"]
+        + seconds["D fwd+bwd params (2n)"]
+        + seconds["G fwd+bwd (n)"]
+        + seconds["D fwd+bwd input (n)"]
+        + 2 * seconds["Adam update of D"]
+    )
+    print(
+        f"model of a fused step: {fused:.3f} s; of an efficient alternating step: {alternating:.3f} s; "
+        f"ratio {alternating / fused:.2f}x"
+    )
+    print(
+        f"share of the fused step in D's backward to parameters+input: "
+        f"{(seconds['D fwd+bwd params+input (2n)'] - seconds['D fwd (2n)']) / fused:.0%}"
+    )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ import os
 import tempfile
 import time
 
-import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import keras
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
@@ -47,7 +47,9 @@ def build_step(form, real):
     dtype = None if FLAGS.mixed_precision == "float32" else FLAGS.mixed_precision
     keras.utils.set_random_seed(0)
     gan = fp.FusedPropGAN(make_g(dtype=dtype), make_d(dtype=dtype), loss="nonsaturating", form=form, seed=0)
-    gan.compile(d_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5), g_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5))
+    gan.compile(
+        d_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5), g_optimizer=keras.optimizers.Adam(2e-4, beta_1=0.5)
+    )
     step = tf.function(gan.train_step)
 
     def run(n):
@@ -88,8 +90,10 @@ def main(argv):
     shape = make_g().output_shape[1:]
     real = tf.constant(np.random.default_rng(0).uniform(-1, 1, (FLAGS.batch_size,) + shape).astype("float32"))
     print(machine.header())
-    print(f"network={FLAGS.network} batch={FLAGS.batch_size} precision={FLAGS.mixed_precision} steps={FLAGS.steps} "
-          f"tf_fusedprop={os.path.dirname(fp.__file__)}")
+    print(
+        f"network={FLAGS.network} batch={FLAGS.batch_size} precision={FLAGS.mixed_precision} steps={FLAGS.steps} "
+        f"tf_fusedprop={os.path.dirname(fp.__file__)}"
+    )
     root = FLAGS.trace_dir or tempfile.mkdtemp(prefix="fusedprop-profile-")
     results, walls = {}, {}
     for form in FLAGS.forms:
@@ -114,8 +118,12 @@ def main(argv):
             total = sum(m for m, _ in results[form].values()) or 1.0
             cells.append(f"{micros / 1e3 / FLAGS.steps:10.1f} {100 * micros / total:5.1f}% {count / FLAGS.steps:7.1f}")
         print(f"{op:<34}" + "".join(f"{c:>30}" for c in cells))
-    print(f"{'(all ops)':<34}" + "".join(
-        f"{sum(m for m, _ in results[form].values()) / 1e3 / FLAGS.steps:10.1f}{'':>20}" for form in FLAGS.forms))
+    print(
+        f"{'(all ops)':<34}"
+        + "".join(
+            f"{sum(m for m, _ in results[form].values()) / 1e3 / FLAGS.steps:10.1f}{'':>20}" for form in FLAGS.forms
+        )
+    )
     print(f"traces: {root}")
 
 

@@ -118,8 +118,13 @@ TASKS = {
         plot=("fid", "FID (digits classifier)", 1, 8, (0.5, None), True),
     ),
 }
-COLORS = {"alternating": "black", "fused": "tab:blue", "inverse": "tab:orange", "adaptive": "tab:green",
-          "simultaneous": "tab:red"}
+COLORS = {
+    "alternating": "black",
+    "fused": "tab:blue",
+    "inverse": "tab:orange",
+    "adaptive": "tab:green",
+    "simultaneous": "tab:red",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,18 +141,22 @@ class Run:
 
 def _define_flags():
     values = flags.FlagValues()
-    flags.DEFINE_string("out", None, "output directory (default runs/quality, runs/quality_quick with --quick)",
-                        flag_values=values)
+    flags.DEFINE_string(
+        "out", None, "output directory (default runs/quality, runs/quality_quick with --quick)", flag_values=values
+    )
     flags.DEFINE_bool("quick", False, "the reduced grid of QUICK / QUICK_SEEDS", flag_values=values)
     flags.DEFINE_list("tasks", list(CONFIGS), "tasks to run", flag_values=values)
-    flags.DEFINE_list("forms", list(FORMS), "forms to run (the hinge runs: those of HINGE_FORMS among them)",
-                      flag_values=values)
-    flags.DEFINE_list("losses", ["nonsaturating", "hinge"], "losses to run (hinge: on HINGE_TASK only)",
-                      flag_values=values)
+    flags.DEFINE_list(
+        "forms", list(FORMS), "forms to run (the hinge runs: those of HINGE_FORMS among them)", flag_values=values
+    )
+    flags.DEFINE_list(
+        "losses", ["nonsaturating", "hinge"], "losses to run (hinge: on HINGE_TASK only)", flag_values=values
+    )
     flags.DEFINE_integer("seeds", 0, "seeds per task (0: SEEDS, or QUICK_SEEDS with --quick)", flag_values=values)
     flags.DEFINE_multi_string("override", [], "KEY=VALUE set in every run's config (dotted keys)", flag_values=values)
-    flags.DEFINE_bool("report_only", False, "only rewrite results.md and quality.png from results.json",
-                      flag_values=values)
+    flags.DEFINE_bool(
+        "report_only", False, "only rewrite results.md and quality.png from results.json", flag_values=values
+    )
     flags.DEFINE_bool("dry_run", False, "print the plan and its estimated time, train nothing", flag_values=values)
     return values
 
@@ -238,9 +247,13 @@ def _history_from_events(workdir):
         seconds += (step - previous) / scalars["steps_per_second"][step]
         previous = step
         finite = finite and all(step in scalars.get(key, {}) for key in ("d_loss", "g_loss"))
-        metrics = {tag: values[step] for tag, values in scalars.items() if tag not in _TRAINING_SCALARS and step in values}
+        metrics = {
+            tag: values[step] for tag, values in scalars.items() if tag not in _TRAINING_SCALARS and step in values
+        }
         if metrics:
-            history.append({"epoch": None, "step": step, "train_seconds": seconds, "metrics": metrics, "finite": finite})
+            history.append(
+                {"epoch": None, "step": step, "train_seconds": seconds, "metrics": metrics, "finite": finite}
+            )
     return history
 
 
@@ -257,15 +270,26 @@ def record(run, config, summary, history, wall_seconds, error=None, workdir=None
     for entry in history:
         finite = diverged_at is None or entry["step"] < diverged_at
         metrics = dict(entry.get("metrics") or {})
-        entries.append({"epoch": entry.get("epoch"), "step": entry["step"], "train_seconds": entry.get("train_seconds"),
-                        "metrics": metrics if finite else dict.fromkeys(metrics), "finite": finite})
+        entries.append(
+            {
+                "epoch": entry.get("epoch"),
+                "step": entry["step"],
+                "train_seconds": entry.get("train_seconds"),
+                "metrics": metrics if finite else dict.fromkeys(metrics),
+                "finite": finite,
+            }
+        )
     summary = summary or {}
     last = entries[-1] if entries else {}
     steps = summary.get("steps", last.get("step", 0))
     complete = bool(entries) and steps >= config.steps and entries[-1]["step"] >= config.steps
     status = "diverged" if diverged_at is not None else ("error" if error else ("done" if complete else "stopped"))
     return {
-        "id": run.id, "task": run.task, "loss": run.loss, "form": run.form, "seed": run.seed,
+        "id": run.id,
+        "task": run.task,
+        "loss": run.loss,
+        "form": run.form,
+        "seed": run.seed,
         "status": status,
         "diverged": diverged_at is not None,
         "diverged_at_step": diverged_at,
@@ -288,8 +312,11 @@ def warm_up(runs, directory):
     for task in dict.fromkeys(r.task for r, _ in runs):
         run, config = next((r, c) for r, c in runs if r.task == task)
         config = config.copy_and_resolve_references()
-        config.update(steps=2 * config.steps_per_execution, steps_per_epoch=config.steps_per_execution,
-                      eval_samples=min(config.eval_samples, 100))
+        config.update(
+            steps=2 * config.steps_per_execution,
+            steps_per_epoch=config.steps_per_execution,
+            eval_samples=min(config.eval_samples, 100),
+        )
         train_run(run, config, os.path.join(directory, task))
 
 
@@ -305,8 +332,11 @@ def train_run(run, config, workdir):
     keras.backend.clear_session()
     gc.collect()
     summary, error, start = None, None, time.perf_counter()
-    with open(os.path.join(workdir, "train.log"), "a") as log, contextlib.redirect_stdout(log), \
-            contextlib.redirect_stderr(log):
+    with (
+        open(os.path.join(workdir, "train.log"), "a") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
         try:
             summary = train_lib.train(config, workdir=workdir, verbose=2)
         except divergence.TrainingDivergedError as err:  # the harness stops a diverged run: counted
@@ -317,7 +347,9 @@ def train_run(run, config, workdir):
             summary_path = os.path.join(workdir, "summary.json")
             summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
     wall = time.perf_counter() - start
-    history = summary.get("history") if summary and summary.get("history") is not None else _history_from_events(workdir)
+    history = (
+        summary.get("history") if summary and summary.get("history") is not None else _history_from_events(workdir)
+    )
     return record(run, config, summary, history, wall, error, workdir)
 
 
@@ -347,12 +379,19 @@ def environment():
                 model = value.strip()
             elif key.strip() == "flags":
                 present = set(value.split())
-                cpu_flags = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present]
+                cpu_flags = [
+                    f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present
+                ]
                 break
     return {
-        "tensorflow": tf.__version__, "keras": keras.__version__, "python": platform.python_version(),
-        "cpu": model, "cpu_flags": cpu_flags, "cpus": os.cpu_count(),
-        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"), "load_average": round(os.getloadavg()[0], 2),
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "python": platform.python_version(),
+        "cpu": model,
+        "cpu_flags": cpu_flags,
+        "cpus": os.cpu_count(),
+        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
@@ -361,7 +400,9 @@ def _groups(records):
     order = [(t, "nonsaturating") for t in CONFIGS] + [(HINGE_TASK, "hinge")]
     groups = {}
     for task, loss in order + sorted({(r["task"], r["loss"]) for r in records} - set(order)):
-        forms = {form: [r for r in records if (r["task"], r["loss"], r["form"]) == (task, loss, form)] for form in FORMS}
+        forms = {
+            form: [r for r in records if (r["task"], r["loss"], r["form"]) == (task, loss, form)] for form in FORMS
+        }
         forms = {form: runs for form, runs in forms.items() if runs}
         if forms:
             groups[task, loss] = forms
@@ -407,16 +448,22 @@ def summarize(records):
                 reference = seconds
             finals = [r["final"] for r in runs if r["final"]]
             train = [r["train_seconds"] for r in runs if r["status"] == "done" and r["train_seconds"]]
-            rows.append({
-                "task": task, "loss": loss, "form": form, "runs": len(runs),
-                "diverged": sum(r["diverged"] for r in runs),
-                "errors": sum(r["status"] in ("error", "stopped") for r in runs),
-                "final": [_mean_std([f.get(k) for f in finals], scale, fmt) for k, _, scale, fmt in info.columns],
-                "reached": sum(x is not None for x in reach),
-                "seconds": seconds, "steps": steps,
-                "speedup": reference / seconds if reference and seconds and form != "alternating" else None,
-                "train_seconds": statistics.median(train) if train else None,
-            })
+            rows.append(
+                {
+                    "task": task,
+                    "loss": loss,
+                    "form": form,
+                    "runs": len(runs),
+                    "diverged": sum(r["diverged"] for r in runs),
+                    "errors": sum(r["status"] in ("error", "stopped") for r in runs),
+                    "final": [_mean_std([f.get(k) for f in finals], scale, fmt) for k, _, scale, fmt in info.columns],
+                    "reached": sum(x is not None for x in reach),
+                    "seconds": seconds,
+                    "steps": steps,
+                    "speedup": reference / seconds if reference and seconds and form != "alternating" else None,
+                    "train_seconds": statistics.median(train) if train else None,
+                }
+            )
     return rows
 
 
@@ -458,8 +505,12 @@ def markdown(records, environment_, grid):
     ]
     if failed:
         lines += ["", "Runs that diverged or failed:", ""]
-        lines += [f"- {r['id']}: {r['status']}" + (f" at G update {r['diverged_at_step']}" if r["diverged"] else "")
-                  + (f" ({r['error']})" if r["error"] else "") for r in failed]
+        lines += [
+            f"- {r['id']}: {r['status']}"
+            + (f" at G update {r['diverged_at_step']}" if r["diverged"] else "")
+            + (f" ({r['error']})" if r["error"] else "")
+            for r in failed
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -492,13 +543,29 @@ def figure(records, path):
         for form, runs in forms.items():
             steps, seconds, mean, std = _curve(runs, metric, scale)
             diverged = sum(r["diverged"] for r in runs)
-            label = f"{form} ({len(runs)} seed{'s' if len(runs) > 1 else ''}{f', {diverged} diverged' if diverged else ''})"
+            label = (
+                f"{form} ({len(runs)} seed{'s' if len(runs) > 1 else ''}{f', {diverged} diverged' if diverged else ''})"
+            )
             for row, x in enumerate((seconds, steps)):
                 ax = axes[row, column]
-                ax.plot(x, mean, color=COLORS[form], label=label, linewidth=1.6, marker="o", markersize=2.5,
-                        linestyle="--" if form == "simultaneous" else "-")
-                ax.fill_between(x, np.clip(mean - std, low, high), np.clip(mean + std, low, high),
-                                color=COLORS[form], alpha=0.15, linewidth=0)
+                ax.plot(
+                    x,
+                    mean,
+                    color=COLORS[form],
+                    label=label,
+                    linewidth=1.6,
+                    marker="o",
+                    markersize=2.5,
+                    linestyle="--" if form == "simultaneous" else "-",
+                )
+                ax.fill_between(
+                    x,
+                    np.clip(mean - std, low, high),
+                    np.clip(mean + std, low, high),
+                    color=COLORS[form],
+                    alpha=0.15,
+                    linewidth=0,
+                )
         for row in range(2):
             ax = axes[row, column]
             ax.axhline(line, color="grey", linestyle=":", linewidth=1)
@@ -512,8 +579,10 @@ def figure(records, path):
                 ax.set_ylim(low, high * 1.04)
         axes[0, column].set_title(f"{task}, {loss} loss\nthreshold: {TASKS[task].threshold}", fontsize=9)
         axes[0, column].legend(fontsize=7, loc="best")
-    fig.suptitle("Sample quality against training seconds and G updates\nmean over seeds, band +-1 std, "
-                 "dotted: threshold", fontsize=10)
+    fig.suptitle(
+        "Sample quality against training seconds and G updates\nmean over seeds, band +-1 std, dotted: threshold",
+        fontsize=10,
+    )
     fig.tight_layout()
     files.atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
     plt.close(fig)
@@ -541,7 +610,9 @@ def write_results(out, records, environment_, grid, plot=True):
 
 def _clock(seconds):
     seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
 
 
 class Progress:
@@ -555,17 +626,23 @@ class Progress:
     def update(self, index, wall, text):
         self.spent += wall
         self.estimated += self.estimates[index]
-        left = sum(self.estimates[index + 1:]) * self.spent / max(self.estimated, 1e-9)
+        left = sum(self.estimates[index + 1 :]) * self.spent / max(self.estimated, 1e-9)
         finished = self.done + index + 1
         bar = "#" * round(24 * finished / self.total)
-        print(f"[{bar:<24}] {finished}/{self.total} {_clock(time.perf_counter() - self.start)} elapsed, "
-              f"~{_clock(left)} left | {text}", flush=True)
+        print(
+            f"[{bar:<24}] {finished}/{self.total} {_clock(time.perf_counter() - self.start)} elapsed, "
+            f"~{_clock(left)} left | {text}",
+            flush=True,
+        )
 
 
 def _describe(rec):
     if rec["status"] != "done":
-        return rec["status"] + (f" at G update {rec['diverged_at_step']}" if rec["diverged"] else "") + (
-            f" ({rec['error'][:120]})" if rec["error"] else "")
+        return (
+            rec["status"]
+            + (f" at G update {rec['diverged_at_step']}" if rec["diverged"] else "")
+            + (f" ({rec['error'][:120]})" if rec["error"] else "")
+        )
     final = rec["final"]
     text = ", ".join(f"{label} {fmt.format(scale * final[k])}" for k, label, scale, fmt in TASKS[rec["task"]].columns)
     return f"{text}; {rec['train_seconds']:.0f} s training"
@@ -578,7 +655,9 @@ def run(argv):
         values(argv)
         unknown = sorted(set(values.tasks) - set(CONFIGS)) + sorted(set(values.forms) - set(FORMS))
         if unknown:
-            raise flags.Error(f"unknown tasks or forms {unknown}; tasks: {', '.join(CONFIGS)}, forms: {', '.join(FORMS)}")
+            raise flags.Error(
+                f"unknown tasks or forms {unknown}; tasks: {', '.join(CONFIGS)}, forms: {', '.join(FORMS)}"
+            )
     except flags.Error as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -595,17 +674,21 @@ def run(argv):
     records = {r["id"]: r for r in stored["runs"]}
     env = environment()
     seeds = {t: values.seeds or (QUICK_SEEDS if values.quick else SEEDS)[t] for t in CONFIGS}
-    grid = (f"{'quick grid' if values.quick else 'grid'}: tasks {', '.join(values.tasks)}; seeds "
-            + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
-            + (f"; overrides {', '.join(values.override)}" if values.override else ""))
+    grid = (
+        f"{'quick grid' if values.quick else 'grid'}: tasks {', '.join(values.tasks)}; seeds "
+        + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
+        + (f"; overrides {', '.join(values.override)}" if values.override else "")
+    )
     if values.report_only:
         write_results(out, list(records.values()), stored.get("environment", env), stored.get("grid", grid))
         print(f"Rewrote {out}/results.md and quality.png from {len(records)} runs.")
         return 0
 
     try:
-        runs = [(r, make_config(r, values.quick, values.override, os.path.join(out, "cache")))
-                for r in plan(values.tasks, values.forms, seeds, values.losses)]
+        runs = [
+            (r, make_config(r, values.quick, values.override, os.path.join(out, "cache")))
+            for r in plan(values.tasks, values.forms, seeds, values.losses)
+        ]
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -615,15 +698,24 @@ def run(argv):
         if old is None or old["status"] not in ("done", "diverged"):  # never run, or failed: (re)run
             todo.append((r, config))
         elif _comparable(old["config"]) != _comparable(json_values(config)):
-            print(f"error: {results_path} holds run {r.id} with another config; pass another --out "
-                  "(or delete it to rerun).", file=sys.stderr)
+            print(
+                f"error: {results_path} holds run {r.id} with another config; pass another --out "
+                "(or delete it to rerun).",
+                file=sys.stderr,
+            )
             return 2
     estimates = [_estimate(r, c) for r, c in todo]
-    print(f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
-          f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "
-          f"load {env['load_average']}", flush=True)
-    print(f"{grid}; {len(runs)} runs, {len(runs) - len(todo)} done in {out}, {len(todo)} to run "
-          f"(~{_clock(sum(estimates))} estimated here)", flush=True)
+    print(
+        f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
+        f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "
+        f"load {env['load_average']}",
+        flush=True,
+    )
+    print(
+        f"{grid}; {len(runs)} runs, {len(runs) - len(todo)} done in {out}, {len(todo)} to run "
+        f"(~{_clock(sum(estimates))} estimated here)",
+        flush=True,
+    )
     if values.dry_run:
         return 0
     if todo:

@@ -34,8 +34,8 @@ import statistics
 import time
 from unittest import mock
 
-import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import keras
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
@@ -72,14 +72,17 @@ class PaperStyleAlternatingGAN(fp.FusedPropGAN):
         if form != "alternating":
             raise ValueError(f"PaperStyleAlternatingGAN is form='alternating'. Received: form={form!r}")
         super().__init__(generator, discriminator, form=form, **kwargs)
-        self._unused_d_grads = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.discriminator.trainable_variables]
+        self._unused_d_grads = [
+            tf.Variable(tf.zeros_like(v), trainable=False) for v in self.discriminator.trainable_variables
+        ]
 
     def train_step(self, real):
         n = tf.shape(real)[0]
         d = fp.steps.discriminator_step(self.generator, self.discriminator, real, self.sample_latents(n), self.gan_loss)
         self.d_optimizer.apply_gradients(zip(d.d_grads, self.discriminator.trainable_variables))
-        g = fp.steps.generator_step(self.generator, self.discriminator, self.sample_latents(n), self.gan_loss,
-                                    discriminator_gradients=True)
+        g = fp.steps.generator_step(
+            self.generator, self.discriminator, self.sample_latents(n), self.gan_loss, discriminator_gradients=True
+        )
         for buffer, grad in zip(self._unused_d_grads, g.d_grads):
             buffer.assign(grad)
         self.g_optimizer.apply_gradients(zip(g.g_grads, self.generator.trainable_variables))
@@ -146,15 +149,19 @@ def main(argv):
     shape = make_g().output_shape[1:]
     real = tf.constant(np.random.default_rng(0).uniform(-1, 1, (FLAGS.batch_size,) + shape).astype("float32"))
     print(machine.header())
-    print(f"network={FLAGS.network} batch={FLAGS.batch_size} rounds={FLAGS.rounds} steps/round={FLAGS.steps_per_round} "
-          f"precision auto={precision.choose('auto').policy}")
+    print(
+        f"network={FLAGS.network} batch={FLAGS.batch_size} rounds={FLAGS.rounds} steps/round={FLAGS.steps_per_round} "
+        f"precision auto={precision.choose('auto').policy}"
+    )
     runs, steps_per_round = {}, {}
     for variant in variants:
         for form in FLAGS.forms:
             start = time.perf_counter()
             runs[variant, form], steps_per_round[variant, form] = build_step(form, variant, real)
             runs[variant, form](1 + FLAGS.warmup_steps)
-            print(f"  traced and warmed up {variant:<28} {form:<18} in {time.perf_counter() - start:6.1f} s", flush=True)
+            print(
+                f"  traced and warmed up {variant:<28} {form:<18} in {time.perf_counter() - start:6.1f} s", flush=True
+            )
 
     times = {key: [] for key in runs}
     for r in range(FLAGS.rounds):
@@ -162,7 +169,10 @@ def main(argv):
             start = time.perf_counter()
             run(steps_per_round[key])
             times[key].append((time.perf_counter() - start) / steps_per_round[key])
-        print(f"  round {r + 1}/{FLAGS.rounds}: " + ", ".join(f"{v}/{f} {t[-1]:.4f}" for (v, f), t in times.items()), flush=True)
+        print(
+            f"  round {r + 1}/{FLAGS.rounds}: " + ", ".join(f"{v}/{f} {t[-1]:.4f}" for (v, f), t in times.items()),
+            flush=True,
+        )
 
     median = {key: statistics.median(t) for key, t in times.items()}
     best = {key: min(t) for key, t in times.items()}
@@ -175,15 +185,26 @@ def main(argv):
         cells = [(median[variant, b] / seconds, best[variant, b] / best[variant, form]) for b in baselines]
         if len(variants) > 1:
             cells.append((median[variants[0], form] / seconds, best[variants[0], form] / best[variant, form]))
-        print(f"{variant:<28} {form:<18} {seconds:8.4f} ({best[variant, form]:.4f}) "
-              + " ".join(f"{m:15.2f}x ({b:.2f}x)" for m, b in cells))
-    print(json.dumps({
-        "header": machine.header(), "network": FLAGS.network, "batch_size": FLAGS.batch_size,
-        "seconds_per_step": {f"{v}/{f}": s for (v, f), s in median.items()},
-        "best_seconds_per_step": {f"{v}/{f}": s for (v, f), s in best.items()},
-        "speedup": {f"{v}/{b}": {f: median[v, b] / median[v, f] for (vv, f) in median if vv == v}
-                    for v in variants for b in baselines},
-    }))
+        print(
+            f"{variant:<28} {form:<18} {seconds:8.4f} ({best[variant, form]:.4f}) "
+            + " ".join(f"{m:15.2f}x ({b:.2f}x)" for m, b in cells)
+        )
+    print(
+        json.dumps(
+            {
+                "header": machine.header(),
+                "network": FLAGS.network,
+                "batch_size": FLAGS.batch_size,
+                "seconds_per_step": {f"{v}/{f}": s for (v, f), s in median.items()},
+                "best_seconds_per_step": {f"{v}/{f}": s for (v, f), s in best.items()},
+                "speedup": {
+                    f"{v}/{b}": {f: median[v, b] / median[v, f] for (vv, f) in median if vv == v}
+                    for v in variants
+                    for b in baselines
+                },
+            }
+        )
+    )
 
     if FLAGS.profile_dir:
         tf.profiler.experimental.start(FLAGS.profile_dir)

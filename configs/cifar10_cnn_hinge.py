@@ -11,6 +11,10 @@ from configs import base
 def get_config(variant=""):
     """`variant`: the training form, "alternating" (default) or "inverse"."""
     return base.get_cifar10_config(
-        variant, name="cifar10_cnn_hinge", network="sngan_cnn", loss="hinge",
-        forms=("alternating", "inverse"), widths=(512, 64),
+        variant,
+        name="cifar10_cnn_hinge",
+        network="sngan_cnn",
+        loss="hinge",
+        forms=("alternating", "inverse"),
+        widths=(512, 64),
     )

@@ -11,6 +11,10 @@ from configs import base
 def get_config(variant=""):
     """`variant`: the training form, "alternating" (default) or "fused"."""
     return base.get_cifar10_config(
-        variant, name="cifar10_cnn_ns", network="sngan_cnn", loss="nonsaturating",
-        forms=("alternating", "fused"), widths=(512, 64),
+        variant,
+        name="cifar10_cnn_ns",
+        network="sngan_cnn",
+        loss="nonsaturating",
+        forms=("alternating", "fused"),
+        widths=(512, 64),
     )

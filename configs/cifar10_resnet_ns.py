@@ -11,6 +11,12 @@ from configs import base
 def get_config(variant=""):
     """`variant`: the training form, "alternating" (default) or "fused"."""
     return base.get_cifar10_config(
-        variant, name="cifar10_resnet_ns", network="sngan_resnet", loss="nonsaturating",
-        forms=("alternating", "fused"), widths=(256, 128), d_lr=4e-4, g_lr=1e-4,
+        variant,
+        name="cifar10_resnet_ns",
+        network="sngan_resnet",
+        loss="nonsaturating",
+        forms=("alternating", "fused"),
+        widths=(256, 128),
+        d_lr=4e-4,
+        g_lr=1e-4,
     )

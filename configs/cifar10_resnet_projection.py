@@ -15,8 +15,12 @@ from configs import base
 def get_config(variant=""):
     """`variant`: "alternating" (default, n_dis 5), "inverse" or "adaptive"."""
     config = base.get_cifar10_config(
-        variant, name="cifar10_resnet_projection", network="sngan_resnet", loss="hinge",
-        forms=("alternating", "inverse", "adaptive"), widths=(256, 128),
+        variant,
+        name="cifar10_resnet_projection",
+        network="sngan_resnet",
+        loss="hinge",
+        forms=("alternating", "inverse", "adaptive"),
+        widths=(256, 128),
     )
     config.num_classes = 10
     config.n_dis = 5 if config.form == "alternating" else 1

@@ -19,21 +19,25 @@ import tf_fusedprop as fp  # noqa: E402
 
 def make_pair(dtype):
     keras.utils.set_random_seed(0)
-    generator = keras.Sequential([
-        keras.Input((8,), dtype=dtype),
-        keras.layers.Dense(64, dtype=dtype),
-        keras.layers.BatchNormalization(dtype=dtype),
-        keras.layers.ReLU(dtype=dtype),
-        keras.layers.Dense(8 * 8 * 3, activation="tanh", dtype=dtype),
-        keras.layers.Reshape((8, 8, 3), dtype=dtype),
-    ])
-    discriminator = keras.Sequential([
-        keras.Input((8, 8, 3), dtype=dtype),
-        fp.layers.Conv2D(16, 3, strides=2, padding="same", spectral_norm=True, dtype=dtype),
-        keras.layers.LeakyReLU(0.1, dtype=dtype),
-        keras.layers.Flatten(dtype=dtype),
-        fp.layers.Dense(1, spectral_norm=True, dtype=dtype),
-    ])
+    generator = keras.Sequential(
+        [
+            keras.Input((8,), dtype=dtype),
+            keras.layers.Dense(64, dtype=dtype),
+            keras.layers.BatchNormalization(dtype=dtype),
+            keras.layers.ReLU(dtype=dtype),
+            keras.layers.Dense(8 * 8 * 3, activation="tanh", dtype=dtype),
+            keras.layers.Reshape((8, 8, 3), dtype=dtype),
+        ]
+    )
+    discriminator = keras.Sequential(
+        [
+            keras.Input((8, 8, 3), dtype=dtype),
+            fp.layers.Conv2D(16, 3, strides=2, padding="same", spectral_norm=True, dtype=dtype),
+            keras.layers.LeakyReLU(0.1, dtype=dtype),
+            keras.layers.Flatten(dtype=dtype),
+            fp.layers.Dense(1, spectral_norm=True, dtype=dtype),
+        ]
+    )
     return generator, discriminator
 
 
@@ -56,7 +60,9 @@ def main():
                 fused = fp.compute_gradients(generator, discriminator, real, z, loss, form)
                 expected = list(reference[0]) + list(reference[1])
                 scale = max(float(tf.reduce_max(tf.abs(g))) for g in expected)
-                diff = max(float(tf.reduce_max(tf.abs(a - b))) for a, b in zip(list(fused[0]) + list(fused[1]), expected))
+                diff = max(
+                    float(tf.reduce_max(tf.abs(a - b))) for a, b in zip(list(fused[0]) + list(fused[1]), expected)
+                )
                 row.append(diff / scale)
             print(f"{loss:<14} {form:<9} {row[0]:>10.1e} {row[1]:>10.1e}")
 

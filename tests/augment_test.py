@@ -4,8 +4,8 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tf_fusedprop.augment import POLICIES, DiffAugment
 from tests import testing_utils as tu
+from tf_fusedprop.augment import POLICIES, DiffAugment
 
 
 def images(n=6, seed=0):

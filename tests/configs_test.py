@@ -11,19 +11,51 @@ from tf_fusedprop.experiment.config import validate
 # base.get_cifar10_config (commit 535e3db), and what the others and the variants change;
 # since then the base gained the feature fields (off by default) and precision "auto".
 CNN_NS = {
-    "batch_size": 64, "beta1": 0.5, "beta2": 0.999, "cache_dir": None, "d_lr": 0.0002, "data_dir": None,
-    "dataset": "cifar10", "discriminator": {"spectral_norm": True, "width": 64}, "eval_every": 1,
-    "eval_real_samples": 50000, "eval_samples": 10000, "form": "alternating", "g_lr": 0.0002,
-    "generator": {"width": 512}, "grid_samples": 64, "inception_path": None, "iter_size": 1,
-    "jit_compile": False, "latent_dim": 128, "loss": "nonsaturating", "mixed_precision": "auto", "n_dis": 1,
-    "name": "cifar10_cnn_ns", "network": "sngan_cnn", "seed": 0, "steps": 100000, "steps_per_epoch": 5000,
-    "steps_per_execution": 1, "num_classes": None, "ema_decay": None, "ema_start": 0, "augment": "",
-    "r1_gamma": 0.0, "gp_weight": 0.0, "reg_every": 1,
+    "batch_size": 64,
+    "beta1": 0.5,
+    "beta2": 0.999,
+    "cache_dir": None,
+    "d_lr": 0.0002,
+    "data_dir": None,
+    "dataset": "cifar10",
+    "discriminator": {"spectral_norm": True, "width": 64},
+    "eval_every": 1,
+    "eval_real_samples": 50000,
+    "eval_samples": 10000,
+    "form": "alternating",
+    "g_lr": 0.0002,
+    "generator": {"width": 512},
+    "grid_samples": 64,
+    "inception_path": None,
+    "iter_size": 1,
+    "jit_compile": False,
+    "latent_dim": 128,
+    "loss": "nonsaturating",
+    "mixed_precision": "auto",
+    "n_dis": 1,
+    "name": "cifar10_cnn_ns",
+    "network": "sngan_cnn",
+    "seed": 0,
+    "steps": 100000,
+    "steps_per_epoch": 5000,
+    "steps_per_execution": 1,
+    "num_classes": None,
+    "ema_decay": None,
+    "ema_start": 0,
+    "augment": "",
+    "r1_gamma": 0.0,
+    "gp_weight": 0.0,
+    "reg_every": 1,
 }
 CNN_HINGE = {**CNN_NS, "name": "cifar10_cnn_hinge", "loss": "hinge"}
 RESNET_NS = {
-    **CNN_NS, "name": "cifar10_resnet_ns", "network": "sngan_resnet", "d_lr": 0.0004, "g_lr": 0.0001,
-    "generator": {"width": 256}, "discriminator": {"spectral_norm": True, "width": 128},
+    **CNN_NS,
+    "name": "cifar10_resnet_ns",
+    "network": "sngan_resnet",
+    "d_lr": 0.0004,
+    "g_lr": 0.0001,
+    "generator": {"width": 256},
+    "discriminator": {"spectral_norm": True, "width": 128},
 }
 
 
@@ -53,7 +85,9 @@ class Cifar10ConfigsTest(tu.TestCase):
             (cnn_ns.loss, cnn_ns.form, cnn_hinge.loss, cnn_hinge.form), ("nonsaturating", "fused", "hinge", "inverse")
         )
         for config in (cnn_ns, cnn_hinge, resnet):
-            self.assertEqual((config.batch_size, config.beta1, config.beta2, config.dataset), (64, 0.5, 0.999, "cifar10"))
+            self.assertEqual(
+                (config.batch_size, config.beta1, config.beta2, config.dataset), (64, 0.5, 0.999, "cifar10")
+            )
             validate(config)
         self.assertEqual((cnn_ns.d_lr, cnn_ns.g_lr, resnet.d_lr, resnet.g_lr), (2e-4, 2e-4, 4e-4, 1e-4))
         self.assertEqual((resnet.network, resnet.form), ("sngan_resnet", "alternating"))
@@ -66,7 +100,8 @@ class BaseTest(tu.TestCase):
         self.assertEqual(base.form_variant("", ("alternating", "fused"), "alternating"), "alternating")
         self.assertEqual(base.form_variant("fused", ("alternating", "fused"), "alternating"), "fused")
         with self.assertRaisesRegex(
-            ValueError, r"unknown config variant 'x'; expected one of alternating, fused \(e.g. --config=configs/<file>.py:fused\)"
+            ValueError,
+            r"unknown config variant 'x'; expected one of alternating, fused \(e.g. --config=configs/<file>.py:fused\)",
         ):
             base.form_variant("x", ("alternating", "fused"), "alternating")
 

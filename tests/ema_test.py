@@ -1,11 +1,10 @@
 """ExponentialMovingAverage: a separate copy of a model following its weights."""
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop.ema import ExponentialMovingAverage
 from tests import testing_utils as tu
+from tf_fusedprop.ema import ExponentialMovingAverage
 
 
 class ExponentialMovingAverageTest(tu.TestCase):

@@ -9,8 +9,8 @@ import textwrap
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop import export
 from tests import testing_utils as tu
+from tf_fusedprop import export
 
 RELOAD = textwrap.dedent("""
     import json, sys, numpy as np, tensorflow as tf
@@ -35,10 +35,14 @@ def reload_and_serve(requests):
     """
     for directory, (z, labels) in requests.items():
         np.savez(directory + ".inputs.npz", z=z, **({} if labels is None else {"labels": labels}))
-    result = subprocess.run([sys.executable, "-c", RELOAD, *requests], capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    result = subprocess.run(
+        [sys.executable, "-c", RELOAD, *requests],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    line = [l for l in result.stdout.splitlines() if l.startswith("JSON ")][-1]
+    line = [text for text in result.stdout.splitlines() if text.startswith("JSON ")][-1]
     return {directory: np.array(value) for directory, value in json.loads(line[5:]).items()}
 
 

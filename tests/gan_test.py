@@ -22,13 +22,24 @@ def images(n, seed=0):
     return np.random.default_rng(seed).uniform(-1, 1, (n,) + tu.IMAGE).astype("float32")
 
 
-def make_gan(form="fused", loss="nonsaturating", iter_size=1, n_dis=1, batch_norm=False, spectral_norm=False,
-             d_optimizer=None, g_optimizer=None, seed=0):
+def make_gan(
+    form="fused",
+    loss="nonsaturating",
+    iter_size=1,
+    n_dis=1,
+    batch_norm=False,
+    spectral_norm=False,
+    d_optimizer=None,
+    g_optimizer=None,
+    seed=0,
+):
     keras.utils.set_random_seed(seed)
     generator = tu.tiny_generator(batch_norm=batch_norm)
     discriminator = tu.tiny_discriminator(spectral_norm=spectral_norm)
     gan = fp.FusedPropGAN(generator, discriminator, loss=loss, form=form, n_dis=n_dis, iter_size=iter_size, seed=7)
-    gan.compile(d_optimizer=d_optimizer or keras.optimizers.Adam(1e-3), g_optimizer=g_optimizer or keras.optimizers.Adam(1e-3))
+    gan.compile(
+        d_optimizer=d_optimizer or keras.optimizers.Adam(1e-3), g_optimizer=g_optimizer or keras.optimizers.Adam(1e-3)
+    )
     return gan
 
 
@@ -71,7 +82,9 @@ class FitTest(tu.TestCase):
 
     def test_public_attributes(self):
         gan = make_gan("adaptive", loss="least_squares", iter_size=2)
-        self.assertEqual((gan.form, gan.gan_loss.name, gan.iter_size, gan.latent_dim), ("adaptive", "least_squares", 2, tu.LATENT))
+        self.assertEqual(
+            (gan.form, gan.gan_loss.name, gan.iter_size, gan.latent_dim), ("adaptive", "least_squares", 2, tu.LATENT)
+        )
         self.assertIsInstance(gan.d_optimizer, keras.optimizers.Adam)
 
 
@@ -79,8 +92,14 @@ class ExactStepTest(tu.TestCase):
     @parameterized.parameters("fused", "inverse", "adaptive", "simultaneous")
     def test_sgd_step_is_minus_lr_times_compute_gradients(self, form):
         lr = 0.1
-        gan = make_gan(form, loss="least_squares", spectral_norm=True, batch_norm=True,
-                       d_optimizer=keras.optimizers.SGD(lr), g_optimizer=keras.optimizers.SGD(lr))
+        gan = make_gan(
+            form,
+            loss="least_squares",
+            spectral_norm=True,
+            batch_norm=True,
+            d_optimizer=keras.optimizers.SGD(lr),
+            g_optimizer=keras.optimizers.SGD(lr),
+        )
         real = tf.constant(images(8))
         state = tu.StateSnapshot(gan)
         z = gan.sample_latents(8)
@@ -108,11 +127,17 @@ class AccumulationTest(tu.TestCase):
 
     def test_equals_keras_gradient_accumulation_steps(self):
         rng = np.random.default_rng(5)
-        micro = [(tf.constant(images(8, seed=i)), tf.constant(rng.normal(size=(8, tu.LATENT)), tf.float32)) for i in range(12)]
+        micro = [
+            (tf.constant(images(8, seed=i)), tf.constant(rng.normal(size=(8, tu.LATENT)), tf.float32))
+            for i in range(12)
+        ]
 
         keras.utils.set_random_seed(0)
         generator, discriminator = tu.tiny_generator(batch_norm=False), tu.tiny_discriminator()
-        d_opt, g_opt = keras.optimizers.Adam(1e-2, gradient_accumulation_steps=4), keras.optimizers.Adam(1e-2, gradient_accumulation_steps=4)
+        d_opt, g_opt = (
+            keras.optimizers.Adam(1e-2, gradient_accumulation_steps=4),
+            keras.optimizers.Adam(1e-2, gradient_accumulation_steps=4),
+        )
         for real, z in micro:
             d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", "fused")
             d_opt.apply_gradients(zip(d_grads, discriminator.trainable_variables))
@@ -134,7 +159,9 @@ class AccumulationTest(tu.TestCase):
 class PartialBatchTest(tu.TestCase):
     """A batch that does not split evenly into iter_size micro-batches gives the whole batch's update."""
 
-    @parameterized.parameters(("fused", 20, 8, 4), ("alternating", 20, 8, 4), ("inverse", 18, 8, 4), ("fused", 16, 8, 3))
+    @parameterized.parameters(
+        ("fused", 20, 8, 4), ("alternating", 20, 8, 4), ("inverse", 18, 8, 4), ("fused", 16, 8, 3)
+    )
     def test_uneven_batches_equal_iter_size_1(self, form, size, batch_size, iter_size):
         data = tf.data.Dataset.from_tensor_slices(images(size)).batch(batch_size)  # last batch partial
         results = []
@@ -186,7 +213,10 @@ class ErrorTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, "Cannot tell the latent size.*latent_dim=\\.\\.\\."):
             fp.FusedPropGAN(unbuilt, tu.tiny_discriminator())
         unbuilt.build((None, tu.LATENT))  # an explicit latent_dim also works
-        self.assertEqual(fp.FusedPropGAN(unbuilt, tu.tiny_discriminator(), latent_dim=tu.LATENT, form="simultaneous").latent_dim, tu.LATENT)
+        self.assertEqual(
+            fp.FusedPropGAN(unbuilt, tu.tiny_discriminator(), latent_dim=tu.LATENT, form="simultaneous").latent_dim,
+            tu.LATENT,
+        )
 
     def test_coupled_discriminator_is_refused_at_construction_unless_opted_out(self):
         coupled = tu.tiny_discriminator(extra=[keras.layers.Lambda(lambda x: x - tf.reduce_mean(x, axis=0))])
@@ -201,14 +231,23 @@ def mixed_float16_pair(logit):
     """G and D under mixed_float16 (D's last layer float32) whose logits are all near `logit`."""
     keras.utils.set_random_seed(3)
     half = "mixed_float16"
-    generator = keras.Sequential([
-        keras.Input((tu.LATENT,)), keras.layers.Dense(16, activation="relu", dtype=half),
-        keras.layers.Dense(int(np.prod(tu.IMAGE)), activation="tanh", dtype=half), keras.layers.Reshape(tu.IMAGE, dtype=half),
-    ])
-    discriminator = keras.Sequential([
-        keras.Input(tu.IMAGE), fp.layers.Conv2D(4, 3, strides=2, padding="same", dtype=half),
-        keras.layers.LeakyReLU(0.1, dtype=half), keras.layers.Flatten(dtype=half), fp.layers.Dense(1, dtype="float32"),
-    ])
+    generator = keras.Sequential(
+        [
+            keras.Input((tu.LATENT,)),
+            keras.layers.Dense(16, activation="relu", dtype=half),
+            keras.layers.Dense(int(np.prod(tu.IMAGE)), activation="tanh", dtype=half),
+            keras.layers.Reshape(tu.IMAGE, dtype=half),
+        ]
+    )
+    discriminator = keras.Sequential(
+        [
+            keras.Input(tu.IMAGE),
+            fp.layers.Conv2D(4, 3, strides=2, padding="same", dtype=half),
+            keras.layers.LeakyReLU(0.1, dtype=half),
+            keras.layers.Flatten(dtype=half),
+            fp.layers.Dense(1, dtype="float32"),
+        ]
+    )
     last = discriminator.layers[-1]
     last.set_weights([np.full(last.kernel.shape, 0.01, "float32"), np.array([logit], "float32")])
     return generator, discriminator
@@ -222,8 +261,15 @@ class MixedFloat16Test(tu.TestCase):
         generator, discriminator = mixed_float16_pair(logit)
         real, z = tu.tiny_batch()
         for loss_scale in (None, 2.0**15):
-            result = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form,
-                                             options=fp.steps.StepOptions(loss_scale=loss_scale))
+            result = fp.steps.simgd_step(
+                generator,
+                discriminator,
+                real,
+                z,
+                "nonsaturating",
+                form,
+                options=fp.steps.StepOptions(loss_scale=loss_scale),
+            )
             self.assertAllClose(result.fake_logits, tf.fill([6], logit), atol=0.5)
             for grad in list(result.d_grads) + list(result.g_grads):
                 self.assertTrue(np.all(np.isfinite(grad.numpy())), msg=f"{form} at {logit}, scale {loss_scale}")
@@ -234,8 +280,9 @@ class MixedFloat16Test(tu.TestCase):
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
         scale = 2.0**15
-        scaled = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", form,
-                                         options=fp.steps.StepOptions(loss_scale=scale))
+        scaled = fp.steps.simgd_step(
+            generator, discriminator, real, z, "nonsaturating", form, options=fp.steps.StepOptions(loss_scale=scale)
+        )
         state.restore()
         reference = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", "simultaneous")
         # float16 carries ~3 decimal digits: compare the unscaled gradients at that precision.
@@ -248,7 +295,9 @@ class MixedFloat16Test(tu.TestCase):
             return keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=initial_scale)
 
         gan = make_gan("fused")
-        with self.assertRaisesRegex(ValueError, "wrap both optimizers in keras.optimizers.LossScaleOptimizer, or neither"):
+        with self.assertRaisesRegex(
+            ValueError, "wrap both optimizers in keras.optimizers.LossScaleOptimizer, or neither"
+        ):
             gan.compile(d_optimizer=lso(), g_optimizer=keras.optimizers.Adam(1e-3))
         with self.assertRaisesRegex(ValueError, "same initial_scale"):
             gan.compile(d_optimizer=lso(), g_optimizer=lso(2.0**10))
@@ -256,13 +305,18 @@ class MixedFloat16Test(tu.TestCase):
     def test_non_finite_step_skips_both_players(self):
         keras.utils.set_random_seed(0)
         # G's output gains a term whose gradient is NaN (sqrt at 0): D's gradients stay finite.
-        generator = keras.Sequential([
-            keras.Input((tu.LATENT,)), tu.tiny_generator(batch_norm=False),
-            keras.layers.Lambda(lambda x: x + tf.sqrt(tf.abs(x) * 0.0)),
-        ])
+        generator = keras.Sequential(
+            [
+                keras.Input((tu.LATENT,)),
+                tu.tiny_generator(batch_norm=False),
+                keras.layers.Lambda(lambda x: x + tf.sqrt(tf.abs(x) * 0.0)),
+            ]
+        )
         gan = fp.FusedPropGAN(generator, tu.tiny_discriminator(), form="inverse", seed=7)
-        gan.compile(d_optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=2.0**10),
-                    g_optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=2.0**10))
+        gan.compile(
+            d_optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=2.0**10),
+            g_optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-3), initial_scale=2.0**10),
+        )
         before = weights(gan)
         gan.train_step(tf.constant(images(8)))
         for a, b in zip(before, weights(gan)):
@@ -306,8 +360,15 @@ class ConditionalGANTest(tu.TestCase):
     @parameterized.parameters(*FORMS)
     def test_fit_on_images_and_labels(self, form):
         generator, discriminator = tu.tiny_conditional_pair(num_classes=3, spectral_norm=True)
-        gan = fp.FusedPropGAN(generator, discriminator, form=form, num_classes=3, iter_size=2, seed=1,
-                              loss="hinge" if form == "inverse" else "nonsaturating")
+        gan = fp.FusedPropGAN(
+            generator,
+            discriminator,
+            form=form,
+            num_classes=3,
+            iter_size=2,
+            seed=1,
+            loss="hinge" if form == "inverse" else "nonsaturating",
+        )
         gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
         x = np.random.default_rng(0).uniform(-1, 1, (16, 8, 8, 1)).astype("float32")
         y = np.random.default_rng(1).integers(0, 3, 16).astype("int32")
@@ -321,7 +382,9 @@ class ConditionalGANTest(tu.TestCase):
         generator, discriminator = tu.tiny_conditional_pair(num_classes=3)
         gan = fp.FusedPropGAN(generator, discriminator, num_classes=3)
         gan.compile(d_optimizer="adam", g_optimizer="adam")
-        with self.assertRaisesRegex(ValueError, r"conditional FusedPropGAN \(num_classes=3\) is fit on \(samples, labels\)"):
+        with self.assertRaisesRegex(
+            ValueError, r"conditional FusedPropGAN \(num_classes=3\) is fit on \(samples, labels\)"
+        ):
             gan.train_step(tf.zeros([4, 8, 8, 1]))
         with self.assertRaisesRegex(ValueError, "num_classes=K"):
             make_gan().sample_labels(3)
@@ -330,8 +393,14 @@ class ConditionalGANTest(tu.TestCase):
 class EMATest(tu.TestCase):
     def test_ema_generator_follows_g_and_is_what_is_sampled_saved_and_exported(self):
         keras.utils.set_random_seed(0)
-        gan = fp.FusedPropGAN(tu.tiny_generator(batch_norm=True), tu.tiny_discriminator(), form="adaptive", seed=3,
-                              ema_decay=0.5, ema_start=1)
+        gan = fp.FusedPropGAN(
+            tu.tiny_generator(batch_norm=True),
+            tu.tiny_discriminator(),
+            form="adaptive",
+            seed=3,
+            ema_decay=0.5,
+            ema_start=1,
+        )
         gan.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
         self.assertIs(gan.sampling_generator, gan.ema_generator)
         expected = None
@@ -360,8 +429,9 @@ class RegularizedGANTest(tu.TestCase):
     @parameterized.parameters("inverse", "simultaneous", "alternating")
     def test_lazy_r1_is_applied_every_reg_every_steps_with_scaled_weight(self, form):
         keras.utils.set_random_seed(0)
-        gan = LatentsFromList(tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(), form=form, seed=7,
-                              r1_gamma=0.5, reg_every=2)
+        gan = LatentsFromList(
+            tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(), form=form, seed=7, r1_gamma=0.5, reg_every=2
+        )
         gan.compile(d_optimizer=keras.optimizers.SGD(0.1), g_optimizer=keras.optimizers.SGD(0.1))
         rng = np.random.default_rng(3)
         for step in range(3):
@@ -369,8 +439,9 @@ class RegularizedGANTest(tu.TestCase):
             z = tf.constant(rng.normal(size=(8, tu.LATENT)), tf.float32)
             penalty = (fp.regularizers.R1(1.0),) if step % 2 == 0 else ()
             before = [w.numpy() for w in gan.discriminator.trainable_variables]
-            d_grads = fp.steps.discriminator_step(gan.generator, gan.discriminator, real, z,
-                                                  options=fp.steps.StepOptions(regularizers=penalty)).d_grads
+            d_grads = fp.steps.discriminator_step(
+                gan.generator, gan.discriminator, real, z, options=fp.steps.StepOptions(regularizers=penalty)
+            ).d_grads
             tu.StateSnapshot(gan.discriminator).restore()
             for variable, value in zip(gan.discriminator.trainable_variables, before):
                 variable.assign(value)
@@ -386,8 +457,15 @@ class RegularizedGANTest(tu.TestCase):
 class AugmentedGANTest(tu.TestCase):
     def test_fit_with_diffaugment_and_gradient_penalty(self):
         keras.utils.set_random_seed(0)
-        gan = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), form="adaptive", loss="wasserstein",
-                              augment="translation,cutout,color", gp_weight=10.0, seed=2)
+        gan = fp.FusedPropGAN(
+            tu.tiny_generator(),
+            tu.tiny_discriminator(),
+            form="adaptive",
+            loss="wasserstein",
+            augment="translation,cutout,color",
+            gp_weight=10.0,
+            seed=2,
+        )
         gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
         history = gan.fit(images(16), batch_size=8, epochs=1, verbose=0)
         self.assertTrue(all(np.isfinite(v[-1]) for v in history.history.values()))
@@ -413,7 +491,9 @@ class SavingTest(tu.TestCase):
         resumed.fit(data, batch_size=8, epochs=1, shuffle=False, verbose=0)
         for a, b in zip(weights(resumed), weights(straight)):
             self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
-        self.assertAllClose(resumed.discriminator.non_trainable_weights[0], straight.discriminator.non_trainable_weights[0])
+        self.assertAllClose(
+            resumed.discriminator.non_trainable_weights[0], straight.discriminator.non_trainable_weights[0]
+        )
 
     def test_exported_generator_reloads_in_a_fresh_process(self):
         gan = make_gan(batch_norm=True)
@@ -425,11 +505,16 @@ class SavingTest(tu.TestCase):
         script = textwrap.dedent(f"""
             import json, numpy as np, tensorflow as tf
             model = tf.saved_model.load({directory!r})
-            out = model.serve(tf.constant(np.load({os.path.join(self.get_temp_dir(), 'z.npy')!r})))
+            out = model.serve(tf.constant(np.load({os.path.join(self.get_temp_dir(), "z.npy")!r})))
             print(json.dumps(out.numpy().tolist()))
         """)
-        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
         served = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
         self.assertAllClose(served, gan.generator(z, training=False), rtol=1e-5, atol=1e-6)
 
@@ -471,10 +556,17 @@ print("REPLICA_LATENTS_DIFFER", not np.allclose(z0, z1))
 
 class MirroredStrategyTest(tu.TestCase):
     def test_accumulation_under_mirrored_strategy(self):
-        result = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT], capture_output=True, text=True, cwd=ROOT,
-                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        result = subprocess.run(
+            [sys.executable, "-c", MIRRORED_SCRIPT],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("MAXDIFF", "REPLICA", "SN_U")))
+        lines = dict(
+            line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("MAXDIFF", "REPLICA", "SN_U"))
+        )
         self.assertLess(float(lines["MAXDIFF"]), 1e-5)
         self.assertEqual(lines["REPLICA_LATENTS_DIFFER"], "True")
         self.assertEqual(lines["SN_U_EQUAL"], "True")

@@ -9,13 +9,17 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tf_fusedprop import layers, ops
 from tests import testing_utils as tu
+from tf_fusedprop import layers, ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LAYERS = {
-    "dense": (lambda **kw: layers.Dense(3, activation="relu", **kw), lambda: keras.layers.Dense(3, activation="relu"), [4, 5]),
+    "dense": (
+        lambda **kw: layers.Dense(3, activation="relu", **kw),
+        lambda: keras.layers.Dense(3, activation="relu"),
+        [4, 5],
+    ),
     "conv": (
         lambda **kw: layers.Conv2D(3, 3, strides=2, padding="same", **kw),
         lambda: keras.layers.Conv2D(3, 3, strides=2, padding="same"),
@@ -49,7 +53,9 @@ class PlainBehaviourTest(tu.TestCase):
             tape.watch(x)
             a, b = ours(x), theirs(x)
         self.assertAllClose(a, b)
-        for ga, gb in zip(tape.gradient(a, [x] + ours.trainable_weights), tape.gradient(b, [x] + theirs.trainable_weights)):
+        for ga, gb in zip(
+            tape.gradient(a, [x] + ours.trainable_weights), tape.gradient(b, [x] + theirs.trainable_weights)
+        ):
             self.assertAllClose(ga, gb)
 
     @parameterized.parameters(*LAYERS)
@@ -66,7 +72,10 @@ class PlainBehaviourTest(tu.TestCase):
                 scaled = layer(x)
         scaling.set(tf.ones([shape[0]]))
         self.assertAllClose(scaled, plain)
-        for ga, gb in zip(tape.gradient(scaled, [x] + layer.trainable_weights), plain_tape.gradient(plain, [x] + layer.trainable_weights)):
+        for ga, gb in zip(
+            tape.gradient(scaled, [x] + layer.trainable_weights),
+            plain_tape.gradient(plain, [x] + layer.trainable_weights),
+        ):
             self.assertAllClose(ga, gb)
 
     def test_rejects_unsupported_conv_options(self):
@@ -124,7 +133,9 @@ class DilatedConvolutionTest(tu.TestCase):
     @parameterized.parameters("0", "1")
     def test_exact_with_onednn(self, onednn):
         env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        result = subprocess.run([sys.executable, "-c", DILATED_SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env)
+        result = subprocess.run(
+            [sys.executable, "-c", DILATED_SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env
+        )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         diffs = [line.split() for line in result.stdout.splitlines() if line.startswith("DIFF")]
         self.assertLen(diffs, 8)
@@ -154,7 +165,11 @@ class SpectralNormTest(tu.TestCase):
             normalized = kernel_var / sigma
         reference.bias.assign(layer.bias)
         with ref_tape:
-            ref_out = reference.convolution_op(x, normalized) + reference.bias if name == "conv" else tf.matmul(x, normalized) + reference.bias
+            ref_out = (
+                reference.convolution_op(x, normalized) + reference.bias
+                if name == "conv"
+                else tf.matmul(x, normalized) + reference.bias
+            )
             ref_out = reference.activation(ref_out)
             ref_loss = tf.reduce_sum(ref_out * tf.sin(ref_out))
         self.assertAllClose(out, ref_out, rtol=1e-5, atol=1e-6)
@@ -230,7 +245,9 @@ class LeakyReLUTest(tu.TestCase):
             tape.watch(x)
             a, b = ours(x), theirs(x)
         self.assertAllEqual(a, b)
-        self.assertAllEqual(tape.gradient(a, x, output_gradients=upstream), tape.gradient(b, x, output_gradients=upstream))
+        self.assertAllEqual(
+            tape.gradient(a, x, output_gradients=upstream), tape.gradient(b, x, output_gradients=upstream)
+        )
         with self.assertRaisesRegex(ValueError, "negative_slope > 0"):
             layers.LeakyReLU(0.0)
 
@@ -239,21 +256,31 @@ class LeakyReLUTest(tu.TestCase):
         # fusions) on a training graph: TF logs "remapper failed ... LeakyReluGrad". Run a
         # fused step in a fresh process and read TF's log.
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_ENABLE_ONEDNN_OPTS": "1"}
-        result = subprocess.run([sys.executable, "-c", REMAPPER_SCRIPT.format(activation="layers.LeakyReLU")],
-                                capture_output=True, text=True, cwd=ROOT, env=env)
+        result = subprocess.run(
+            [sys.executable, "-c", REMAPPER_SCRIPT.format(activation="layers.LeakyReLU")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         self.assertNotIn("remapper failed", result.stderr)
 
 
 class SerializationTest(tu.TestCase):
     def test_get_config_round_trip(self):
-        for layer in (layers.Dense(3, spectral_norm=True, activation="tanh"), layers.Conv2D(2, 3, spectral_norm=True, padding="same")):
+        for layer in (
+            layers.Dense(3, spectral_norm=True, activation="tanh"),
+            layers.Conv2D(2, 3, spectral_norm=True, padding="same"),
+        ):
             clone = type(layer).from_config(layer.get_config())
             self.assertEqual(clone.get_config(), layer.get_config())
             self.assertTrue(clone.spectral_norm)
 
     def test_model_save_and_load(self):
-        model = keras.Sequential([keras.Input((6, 6, 1)), layers.Conv2D(2, 3, spectral_norm=True), keras.layers.Flatten(), layers.Dense(1)])
+        model = keras.Sequential(
+            [keras.Input((6, 6, 1)), layers.Conv2D(2, 3, spectral_norm=True), keras.layers.Flatten(), layers.Dense(1)]
+        )
         model(tf.ones([1, 6, 6, 1]), training=True)
         path = self.get_temp_dir() + "/d.keras"
         model.save(path)

@@ -4,8 +4,8 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tf_fusedprop import losses
 from tests import testing_utils as tu
+from tf_fusedprop import losses
 
 Y = np.array([-3.0, -1.5, -0.7, -0.2, 0.3, 0.8, 1.7, 4.0])
 softplus = lambda x: np.log1p(np.exp(x))  # noqa: E731

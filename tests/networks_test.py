@@ -9,8 +9,8 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tf_fusedprop import compute_gradients, networks
-from tf_fusedprop.networks import conditional
 from tf_fusedprop import layers as fp_layers
+from tf_fusedprop.networks import conditional
 from tf_fusedprop.steps import check_discriminator
 
 # name -> (generator kwargs, discriminator kwargs, sample shape): tiny versions of every network.
@@ -106,9 +106,7 @@ class FormsTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, "InvFusedProp-capable"):
             check_discriminator(keras.Model(inputs, x), "inverse")
 
-    @parameterized.product(
-        name=networks.names(), form_sn=[("inverse", True), ("inverse", False), ("adaptive", False)]
-    )
+    @parameterized.product(name=networks.names(), form_sn=[("inverse", True), ("inverse", False), ("adaptive", False)])
     def test_single_pass_forms_match_simultaneous(self, name, form_sn):
         form, spectral_norm = form_sn
         generator, discriminator = tiny_pair(name, spectral_norm)

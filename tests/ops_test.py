@@ -6,8 +6,8 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tf_fusedprop import ops
 from tests import testing_utils as tu
+from tf_fusedprop import ops
 
 SCALE = np.array([2.0, -0.5, 0.0, 3.0])
 
@@ -81,7 +81,12 @@ class ParameterGradientScalingTest(tu.TestCase):
     CASES = {
         "dense": (dense, ops.scaled_dense, [4, 5], [5, 3]),
         "dense_rank3": (dense, ops.scaled_dense, [4, 2, 5], [5, 3]),
-        "conv": (conv, lambda x, w, b, h: ops.scaled_conv2d(x, w, b, h, (2, 2), "same", (1, 1)), [4, 5, 5, 2], [3, 3, 2, 3]),
+        "conv": (
+            conv,
+            lambda x, w, b, h: ops.scaled_conv2d(x, w, b, h, (2, 2), "same", (1, 1)),
+            [4, 5, 5, 2],
+            [3, 3, 2, 3],
+        ),
     }
 
     @parameterized.parameters(*CASES)

@@ -4,8 +4,8 @@ import os
 
 from absl.testing import parameterized
 
-from tf_fusedprop import precision
 from tests import testing_utils as tu
+from tf_fusedprop import precision
 
 AMX_XEON = {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
 ZEN4_EPYC = {"avx2", "avx512f", "avx512_bf16", "avx512_vnni"}
@@ -17,7 +17,12 @@ class ChooseTest(tu.TestCase):
         (AMX_XEON, [], "mixed_bfloat16", "avx512_bf16 and amx_bf16"),
         (ZEN4_EPYC, [], "mixed_bfloat16", "avx512_bf16"),
         (AVX2_EPYC, [], "float32", "neither avx512_bf16 nor amx_bf16"),
-        (AVX2_EPYC, [("NVIDIA A100", (8, 0))], "mixed_bfloat16", "NVIDIA A100 (compute capability 8.0) supports bfloat16"),
+        (
+            AVX2_EPYC,
+            [("NVIDIA A100", (8, 0))],
+            "mixed_bfloat16",
+            "NVIDIA A100 (compute capability 8.0) supports bfloat16",
+        ),
         (AVX2_EPYC, [("NVIDIA H200", (9, 0)), ("NVIDIA H200", (9, 0))], "mixed_bfloat16", "supports bfloat16"),
         (AMX_XEON, [("Tesla V100", (7, 0))], "mixed_float16", "Tesla V100 (compute capability 7.0) lacks bfloat16"),
         (AVX2_EPYC, [("NVIDIA A100", (8, 0)), ("Tesla T4", (7, 5))], "mixed_float16", "lacks bfloat16"),

@@ -3,8 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop import regularizers
 from tests import testing_utils as tu
+from tf_fusedprop import regularizers
 
 
 class RegularizersTest(tu.TestCase):

@@ -9,9 +9,9 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_fusedprop as fp
+from tests import testing_utils as tu
 from tf_fusedprop import losses, regularizers, steps
 from tf_fusedprop.augment import DiffAugment
-from tests import testing_utils as tu
 
 VALID_PAIRS = [
     (loss, form)
@@ -20,8 +20,18 @@ VALID_PAIRS = [
 ]
 
 
-def two_tape_simgd(generator, discriminator, real, z, loss, real_labels=None, fake_labels=None, augment=None,
-                   regularizers=(), seed=None):
+def two_tape_simgd(
+    generator,
+    discriminator,
+    real,
+    z,
+    loss,
+    real_labels=None,
+    fake_labels=None,
+    augment=None,
+    regularizers=(),
+    seed=None,
+):
     """The reference: D's gradient from D's loss (plus penalties), G's from L_G, both at the
     same parameters, D called once on concat(real, fake[, interpolates])."""
     loss = fp.losses.get(loss)
@@ -63,7 +73,9 @@ class ExactnessTest(tu.TestCase):
         expected = two_tape_simgd(generator, discriminator, real, z, loss)
         tolerance = 1e-5 if dtype == "float32" else 1e-10
         # Graph mode is checked in float32, the dtype that is trained; float64 runs eagerly.
-        runs = (fp.compute_gradients,) if dtype == "float64" else (fp.compute_gradients, tf.function(fp.compute_gradients))
+        runs = (
+            (fp.compute_gradients,) if dtype == "float64" else (fp.compute_gradients, tf.function(fp.compute_gradients))
+        )
         for run in runs:
             state.restore()
             d_grads, g_grads = run(generator, discriminator, real, z, loss=loss, form=form)
@@ -107,8 +119,11 @@ class SaturationTest(tu.TestCase):
         d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, loss, form)
         return [g.numpy().astype("float64") for g in list(d_grads) + list(g_grads)]
 
-    @parameterized.product(logit=(100.0, -100.0), form=("fused", "inverse", "adaptive"),
-                           loss=("nonsaturating", "least_squares", "minimax", "wasserstein"))
+    @parameterized.product(
+        logit=(100.0, -100.0),
+        form=("fused", "inverse", "adaptive"),
+        loss=("nonsaturating", "least_squares", "minimax", "wasserstein"),
+    )
     def test_always_finite(self, logit, form, loss):
         for grad in self._grads(logit, "float32", form, loss):
             self.assertTrue(np.all(np.isfinite(grad)), msg=f"{loss}/{form} at y={logit}")
@@ -135,8 +150,9 @@ class ConditionalExactnessTest(tu.TestCase):
         state = tu.StateSnapshot(generator, discriminator)
         expected = two_tape_simgd(generator, discriminator, real, z, loss, real_labels, fake_labels)
         state.restore()
-        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, loss, form,
-                                                real_labels=real_labels, fake_labels=fake_labels)
+        d_grads, g_grads = fp.compute_gradients(
+            generator, discriminator, real, z, loss, form, real_labels=real_labels, fake_labels=fake_labels
+        )
         diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
         self.assertLess(diff, 1e-5 if dtype == "float32" else 1e-10, msg=f"{loss}/{form}")
 
@@ -161,8 +177,9 @@ class PenaltyExactnessTest(tu.TestCase):
         seed = tf.constant([4, 2], tf.int64)
         expected = two_tape_simgd(generator, discriminator, real, z, loss, regularizers=PENALTIES[penalty], seed=seed)
         state.restore()
-        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, loss, form,
-                                                regularizers=PENALTIES[penalty], seed=seed)
+        d_grads, g_grads = fp.compute_gradients(
+            generator, discriminator, real, z, loss, form, regularizers=PENALTIES[penalty], seed=seed
+        )
         diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
         self.assertLess(diff, 1e-10, msg=f"{loss}/{form}/{penalty}")
 
@@ -172,10 +189,15 @@ class PenaltyExactnessTest(tu.TestCase):
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
         seed = tf.constant([4, 2], tf.int64)
-        expected = two_tape_simgd(generator, discriminator, real, z, "nonsaturating", regularizers=PENALTIES["both"], seed=seed)
+        expected = two_tape_simgd(
+            generator, discriminator, real, z, "nonsaturating", regularizers=PENALTIES["both"], seed=seed
+        )
         state.restore()
-        run = tf.function(lambda: fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", form,
-                                                       regularizers=PENALTIES["both"], seed=seed))
+        run = tf.function(
+            lambda: fp.compute_gradients(
+                generator, discriminator, real, z, "nonsaturating", form, regularizers=PENALTIES["both"], seed=seed
+            )
+        )
         d_grads, g_grads = run()
         diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
         self.assertLess(diff, 1e-5)
@@ -184,8 +206,9 @@ class PenaltyExactnessTest(tu.TestCase):
         generator, discriminator = tu.tiny_pair(dtype="float64")
         real, z = tu.tiny_batch(dtype="float64")
         plain = fp.compute_gradients(generator, discriminator, real, z, "wasserstein", "inverse")
-        penalised = fp.compute_gradients(generator, discriminator, real, z, "wasserstein", "inverse",
-                                         regularizers=PENALTIES["both"], seed=[1, 2])
+        penalised = fp.compute_gradients(
+            generator, discriminator, real, z, "wasserstein", "inverse", regularizers=PENALTIES["both"], seed=[1, 2]
+        )
         self.assertGreater(tu.max_relative_difference(penalised[0], plain[0]), 1e-3)
         self.assertLess(tu.max_relative_difference(penalised[1], plain[1]), 1e-12)
 
@@ -203,12 +226,22 @@ class AugmentedExactnessTest(tu.TestCase):
             generator, discriminator = tu.tiny_pair(dtype="float64", spectral_norm=True)
             (real, z), real_labels, fake_labels = tu.tiny_batch(dtype="float64"), None, None
         state = tu.StateSnapshot(generator, discriminator)
-        expected = two_tape_simgd(generator, discriminator, real, z, "nonsaturating", real_labels, fake_labels, augment,
-                                  PENALTIES["r1"])
+        expected = two_tape_simgd(
+            generator, discriminator, real, z, "nonsaturating", real_labels, fake_labels, augment, PENALTIES["r1"]
+        )
         state.restore()
-        d_grads, g_grads = fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", form,
-                                                real_labels=real_labels, fake_labels=fake_labels, augment=augment,
-                                                regularizers=PENALTIES["r1"])
+        d_grads, g_grads = fp.compute_gradients(
+            generator,
+            discriminator,
+            real,
+            z,
+            "nonsaturating",
+            form,
+            real_labels=real_labels,
+            fake_labels=fake_labels,
+            augment=augment,
+            regularizers=PENALTIES["r1"],
+        )
         diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
         self.assertLess(diff, 1e-10)
 
@@ -247,9 +280,12 @@ class ConventionalStepTest(tu.TestCase):
         with tf.GradientTape(persistent=True) as tape:
             logits = tf.reshape(discriminator(generator(z, training=True), training=True), [-1])
             g_loss = tf.reduce_mean(tf.nn.softplus(-logits))
-        self.assertLess(tu.max_relative_difference(efficient.g_grads, tape.gradient(g_loss, generator.trainable_variables)), 1e-6)
         self.assertLess(
-            tu.max_relative_difference(paper_style.d_grads, tape.gradient(g_loss, discriminator.trainable_variables)), 1e-6
+            tu.max_relative_difference(efficient.g_grads, tape.gradient(g_loss, generator.trainable_variables)), 1e-6
+        )
+        self.assertLess(
+            tu.max_relative_difference(paper_style.d_grads, tape.gradient(g_loss, discriminator.trainable_variables)),
+            1e-6,
         )
 
 
@@ -277,22 +313,29 @@ class IndependenceProbeTest(tu.TestCase):
     @parameterized.product(layer=(batch_mean_subtracted, minibatch_std), form=("fused", "inverse", "adaptive"))
     def test_coupling_layers_are_refused(self, layer, form):
         discriminator = tu.tiny_discriminator(extra=[layer()])
-        with self.assertRaisesRegex(ValueError, f"form='{form}' needs a discriminator that treats samples independently.*mixes them"):
+        with self.assertRaisesRegex(
+            ValueError, f"form='{form}' needs a discriminator that treats samples independently.*mixes them"
+        ):
             fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", form)
 
     def test_refused_while_tracing_a_tf_function(self):
         discriminator = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
         with self.assertRaisesRegex(ValueError, "mixes them"):
-            tf.function(fp.compute_gradients)(self.generator, discriminator, self.real, self.z, "nonsaturating", "fused")
+            tf.function(fp.compute_gradients)(
+                self.generator, discriminator, self.real, self.z, "nonsaturating", "fused"
+            )
 
     def test_the_refused_gradients_would_be_wrong(self):
         # What the probe prevents: with the check off, fused is far from SimGD on such a D.
         discriminator = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
         state = tu.StateSnapshot(self.generator, discriminator)
-        expected = fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "simultaneous")
+        expected = fp.compute_gradients(
+            self.generator, discriminator, self.real, self.z, "nonsaturating", "simultaneous"
+        )
         state.restore()
-        actual = fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "fused",
-                                      check_independence=False)
+        actual = fp.compute_gradients(
+            self.generator, discriminator, self.real, self.z, "nonsaturating", "fused", check_independence=False
+        )
         self.assertGreater(tu.max_relative_difference(actual[1], expected[1]), 1e-2)
 
     def test_per_sample_discriminators_pass(self):
@@ -310,7 +353,9 @@ class IndependenceProbeTest(tu.TestCase):
 
     def test_simultaneous_accepts_coupling(self):
         discriminator = tu.tiny_discriminator(extra=[batch_mean_subtracted()])
-        d_grads, _ = fp.compute_gradients(self.generator, discriminator, self.real, self.z, "nonsaturating", "simultaneous")
+        d_grads, _ = fp.compute_gradients(
+            self.generator, discriminator, self.real, self.z, "nonsaturating", "simultaneous"
+        )
         self.assertLen(d_grads, len(discriminator.trainable_variables))
 
 

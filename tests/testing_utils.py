@@ -104,7 +104,9 @@ class StateSnapshot:
 
 def max_relative_difference(actual, expected):
     """max |a - e| over all tensors, divided by max |e| over all tensors."""
-    actual, expected = ([np.asarray(tf.convert_to_tensor(t)) for t in ts] for ts in (actual, expected))  # dense IndexedSlices
+    actual, expected = (
+        [np.asarray(tf.convert_to_tensor(t)) for t in ts] for ts in (actual, expected)
+    )  # dense IndexedSlices
     scale = max(float(np.max(np.abs(e))) for e in expected)
     return max(float(np.max(np.abs(a - e))) for a, e in zip(actual, expected)) / scale
 
@@ -133,8 +135,16 @@ from configs import (  # noqa: E402
 #: Every shipped config file in configs/, by name.
 CONFIG_MODULES = {
     module.__name__.split(".")[-1]: module
-    for module in (digits, digits_conditional, ring8, grid25, cifar10_cnn_ns, cifar10_cnn_hinge, cifar10_resnet_ns,
-                   cifar10_resnet_projection)
+    for module in (
+        digits,
+        digits_conditional,
+        ring8,
+        grid25,
+        cifar10_cnn_ns,
+        cifar10_cnn_hinge,
+        cifar10_resnet_ns,
+        cifar10_resnet_projection,
+    )
 }
 
 
@@ -156,8 +166,14 @@ def tiny_config(name, variant="", cache_dir=None):
     module = CONFIG_MODULES[name]
     config = module.get_config(variant) if variant else module.get_config()
     config.update(
-        batch_size=8, steps=2, steps_per_epoch=1, steps_per_execution=1, latent_dim=8, grid_samples=4,
-        eval_samples=20, cache_dir=cache_dir,
+        batch_size=8,
+        steps=2,
+        steps_per_epoch=1,
+        steps_per_execution=1,
+        latent_dim=8,
+        grid_samples=4,
+        eval_samples=20,
+        cache_dir=cache_dir,
         mixed_precision="float32",  # what "auto" picks depends on the machine; tests must not
     )
     widths = {

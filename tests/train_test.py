@@ -59,16 +59,25 @@ def _read_json(path):
 
 class BadInputTest(tu.TestCase):
     @parameterized.parameters(
-        (["--config.nonexistent=1"], r"unknown config key 'nonexistent' \(received --config.nonexistent=1\); valid keys here: augment, batch_size"),
+        (
+            ["--config.nonexistent=1"],
+            r"unknown config key 'nonexistent' \(received --config.nonexistent=1\); valid keys here: augment, batch_size",
+        ),
         (["--config.generator.depth=2"], r"unknown config key 'generator.depth' .*; valid keys here: width\."),
         (["--config.steps=abc"], r"bad value for config.steps: .*'abc'.*expected a value of type int"),
         (["--config=configs/nofile.py"], r"cannot load the config file .*nofile.py.*with one of: cifar10_cnn_hinge.py"),
-        (["--config=configs/cifar10_cnn_hinge.py:fused"], r"unknown config variant 'fused'; expected one of alternating, inverse"),
+        (
+            ["--config=configs/cifar10_cnn_hinge.py:fused"],
+            r"unknown config variant 'fused'; expected one of alternating, inverse",
+        ),
         (["--bogus=1"], r"Unknown command line flag 'bogus'.*--workdir=DIR"),
         (["--config.loss=hinge"], r"invalid \(loss, form\) pair: The hinge loss does not support form='fused'"),
         (["--config.loss=l2"], r"unknown loss: received config.loss='l2'"),
         (["--config.steps=0"], r"config.steps must be a positive integer; received steps=0"),
-        (["--strategy=gpu"], r"flag --strategy=gpu: value should be one of <auto\|one_device\|mirrored\|multi_worker\|tpu>"),
+        (
+            ["--strategy=gpu"],
+            r"flag --strategy=gpu: value should be one of <auto\|one_device\|mirrored\|multi_worker\|tpu>",
+        ),
         (["--strategy=multi_worker"], r"--strategy=multi_worker needs TF_CONFIG, the cluster and this worker's task"),
         (["--strategy=tpu"], r"--strategy=tpu found no TPU \(.+\); run on a Cloud TPU VM or set TPU_NAME"),
         (["--workdir={tmp}/file/run"], r"cannot write to workdir '.*file/run' \(NotADirectoryError"),
@@ -128,7 +137,9 @@ class QuietStartTest(tu.TestCase):
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertEqual(result.stdout, "")
         self.assertLen(result.stderr.splitlines(), 1, result.stderr)
-        self.assertRegex(result.stderr, r"^error: (config.batch_size must be a positive integer|cannot write to workdir)")
+        self.assertRegex(
+            result.stderr, r"^error: (config.batch_size must be a positive integer|cannot write to workdir)"
+        )
 
     def test_what_native_code_printed_is_shown_with_a_python_error_raised_meanwhile(self):
         script = (
@@ -142,7 +153,10 @@ class QuietStartTest(tu.TestCase):
         result = _python("-c", script, cwd=os.path.dirname(TRAIN), timeout=60)
         self.assertEqual(result.returncode, 1)
         self.assertNotIn("hidden unless it fails", result.stderr)
-        self.assertRegex(result.stderr, r"^native context\nTraceback \(most recent call last\):\n(.|\n)*ImportError: broken install\n$")
+        self.assertRegex(
+            result.stderr,
+            r"^native context\nTraceback \(most recent call last\):\n(.|\n)*ImportError: broken install\n$",
+        )
 
 
 class CommandLineTest(tu.TestCase):
@@ -167,8 +181,15 @@ class EndToEndTest(tu.TestCase):
         tmp = self.get_temp_dir()
         workdir = os.path.join(tmp, "run")
         result = _python(
-            TRAIN, "--config.steps=4", "--config.steps_per_epoch=2", "--config.batch_size=16", "--config.eval_samples=50",
-            "--config.generator.width=8", "--config.discriminator.width=8", f"--workdir={workdir}", cwd=tmp,
+            TRAIN,
+            "--config.steps=4",
+            "--config.steps_per_epoch=2",
+            "--config.batch_size=16",
+            "--config.eval_samples=50",
+            "--config.generator.width=8",
+            "--config.discriminator.width=8",
+            f"--workdir={workdir}",
+            cwd=tmp,
         )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertNotIn("Traceback", result.stderr)
@@ -183,7 +204,9 @@ class EndToEndTest(tu.TestCase):
         self.assertEqual(summary["config"]["name"], "digits")
         self.assertEqual(summary["final_metric"]["name"], "fid")
         self.assertGreater(summary["final_metric"]["value"], 0)
-        self.assertNotEmpty([f for f in os.listdir(os.path.join(workdir, "cache")) if f.startswith("digits_classifier")])
+        self.assertNotEmpty(
+            [f for f in os.listdir(os.path.join(workdir, "cache")) if f.startswith("digits_classifier")]
+        )
         events = tu.read_events(os.path.join(workdir, "logs"))
         self.assertContainsSubset({"d_loss", "g_loss", "fid", "steps_per_second", "samples", "config"}, set(events))
         self.assertEqual([step for step, _, _ in events["fid"]], [2, 4])
@@ -204,8 +227,14 @@ class EndToEndTest(tu.TestCase):
     def test_sigkill_then_the_same_command_resumes_from_the_last_checkpoint(self):
         tmp = self.get_temp_dir()
         command = [
-            sys.executable, TRAIN, "--config=configs/ring8.py", "--config.steps=2000", "--config.steps_per_epoch=200",
-            "--config.eval_samples=200", "--config.grid_samples=200", "--config.generator.units=32",
+            sys.executable,
+            TRAIN,
+            "--config=configs/ring8.py",
+            "--config.steps=2000",
+            "--config.steps_per_epoch=200",
+            "--config.eval_samples=200",
+            "--config.grid_samples=200",
+            "--config.generator.units=32",
             "--config.discriminator.units=32",
         ]
         process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -245,8 +274,11 @@ class EndToEndTest(tu.TestCase):
 
 
 _TINY_RING8 = [
-    "--config=configs/ring8.py", "--config.eval_samples=100", "--config.grid_samples=50",
-    "--config.generator.units=8", "--config.discriminator.units=8",
+    "--config=configs/ring8.py",
+    "--config.eval_samples=100",
+    "--config.grid_samples=50",
+    "--config.generator.units=8",
+    "--config.discriminator.units=8",
 ]
 _DIVERGED = re.compile(
     r"^error: training diverged at step (?P<step>\d+): (D's|G's|D's and G's) (loss|losses) or gradients became "
@@ -264,11 +296,15 @@ class DivergenceTest(tu.TestCase):
         match = _DIVERGED.match(err)
         self.assertIsNotNone(match, err)
         self.assertEqual(
-            match["kept"], "no checkpoint was saved before it (it diverged in the first epoch), so there is nothing to "
-            "resume: restart"
+            match["kept"],
+            "no checkpoint was saved before it (it diverged in the first epoch), so there is nothing to "
+            "resume: restart",
         )
         command = shlex.split(match["command"])
-        self.assertEqual(command, ["python", "train.py", *args[:-1], f"--workdir={workdir}", "--config.d_lr=0.002", "--config.g_lr=0.001"])
+        self.assertEqual(
+            command,
+            ["python", "train.py", *args[:-1], f"--workdir={workdir}", "--config.d_lr=0.002", "--config.g_lr=0.001"],
+        )
         self.assertFalse(os.path.exists(os.path.join(workdir, "backup")))
 
         status, out, err = run_cli(*command[2:])
@@ -281,7 +317,14 @@ class DivergenceTest(tu.TestCase):
     def test_a_diverged_run_keeps_its_last_good_checkpoint_and_the_suggested_command_resumes_from_it(self):
         tmp = self.get_temp_dir()
         workdir = os.path.join(tmp, "run")
-        command = [sys.executable, TRAIN, *_TINY_RING8, "--config.steps=1500", "--config.steps_per_epoch=500", f"--workdir={workdir}"]
+        command = [
+            sys.executable,
+            TRAIN,
+            *_TINY_RING8,
+            "--config.steps=1500",
+            "--config.steps_per_epoch=500",
+            f"--workdir={workdir}",
+        ]
         # A run at the config's rates, killed once its first checkpoint is written.
         process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -308,7 +351,8 @@ class DivergenceTest(tu.TestCase):
         self.assertIsNotNone(match, result.stderr)
         self.assertEqual(int(match["step"]), steps + 2)
         self.assertEqual(
-            match["kept"], f"the last good checkpoint (epoch {epoch}, step {steps}) is kept in {workdir}/backup; resume from it"
+            match["kept"],
+            f"the last good checkpoint (epoch {epoch}, step {steps}) is kept in {workdir}/backup; resume from it",
         )
         self.assertEqual(_read_json(os.path.join(workdir, "backup", "checkpoint.json")), checkpoint)
         self.assertEqual(_md5(weights), good)

@@ -90,7 +90,9 @@ class DiffAugment:
         names = [name.strip() for name in policy.split(",") if name.strip()]
         unknown = sorted(set(names) - set(POLICIES))
         if unknown:
-            raise ValueError(f"Unknown DiffAugment policy {unknown}. Received: policy={policy!r}; valid: {', '.join(POLICIES)}.")
+            raise ValueError(
+                f"Unknown DiffAugment policy {unknown}. Received: policy={policy!r}; valid: {', '.join(POLICIES)}."
+            )
         self.policy = ",".join(name for name in POLICIES if name in names)
 
     def __call__(self, images, seed):
@@ -100,7 +102,9 @@ class DiffAugment:
           ValueError: `images` is not a batch of images with static height and width.
         """
         if images.shape.rank != 4 or images.shape[1] is None or images.shape[2] is None:
-            raise ValueError(f"DiffAugment transforms NHWC images with static height and width. Received: shape {images.shape}")
+            raise ValueError(
+                f"DiffAugment transforms NHWC images with static height and width. Received: shape {images.shape}"
+            )
         seed = tf.cast(seed, tf.int64)
         for i, name in enumerate(self.policy.split(",") if self.policy else []):
             images = _OPERATIONS[name](images, tf.random.experimental.stateless_fold_in(seed, i))

@@ -125,9 +125,26 @@ class FusedPropGAN(keras.Model):
     D(real)), `fake_logit` (mean D(fake)).
     """
 
-    def __init__(self, generator, discriminator, loss="nonsaturating", form="fused", n_dis=1,
-                 iter_size=1, seed=None, latent_dim=None, check_independence=True, num_classes=None,
-                 ema_decay=None, ema_start=0, augment=None, r1_gamma=0.0, gp_weight=0.0, reg_every=1, **kwargs):
+    def __init__(
+        self,
+        generator,
+        discriminator,
+        loss="nonsaturating",
+        form="fused",
+        n_dis=1,
+        iter_size=1,
+        seed=None,
+        latent_dim=None,
+        check_independence=True,
+        num_classes=None,
+        ema_decay=None,
+        ema_start=0,
+        augment=None,
+        r1_gamma=0.0,
+        gp_weight=0.0,
+        reg_every=1,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.gan_loss = steps.check_form(loss, form)
         self.form = form
@@ -144,7 +161,9 @@ class FusedPropGAN(keras.Model):
         self.check_independence = bool(check_independence)
         if self.check_independence and form in steps.SINGLE_PASS_FORMS:
             labels = None if self.num_classes is None else tf.zeros([1], tf.int32)
-            steps.check_sample_independence(discriminator, steps.probe_batch(generator, [self.latent_dim], labels=labels), form)
+            steps.check_sample_independence(
+                discriminator, steps.probe_batch(generator, [self.latent_dim], labels=labels), form
+            )
         self.generator = generator
         self.discriminator = discriminator
         self.seed = seed
@@ -201,7 +220,10 @@ class FusedPropGAN(keras.Model):
                 "scale: wrap both optimizers in keras.optimizers.LossScaleOptimizer, or neither. Received: "
                 f"d_optimizer={type(d).__name__}, g_optimizer={type(g).__name__}."
             )
-        if _loss_scale_optimizer(d) and (d.initial_scale, d.dynamic_growth_steps) != (g.initial_scale, g.dynamic_growth_steps):
+        if _loss_scale_optimizer(d) and (d.initial_scale, d.dynamic_growth_steps) != (
+            g.initial_scale,
+            g.dynamic_growth_steps,
+        ):
             raise ValueError(
                 "The two LossScaleOptimizers must have the same initial_scale and dynamic_growth_steps (one loss "
                 f"scale for the one backward pass). Received: D ({d.initial_scale}, {d.dynamic_growth_steps}), "
@@ -249,7 +271,8 @@ class FusedPropGAN(keras.Model):
         if self.num_classes is None:
             raise ValueError("sample_labels needs a conditional GAN: pass FusedPropGAN(..., num_classes=K).")
         return self._replica_rows(
-            lambda rows, seed: tf.random.stateless_uniform([rows], seed=seed, maxval=self.num_classes, dtype=tf.int32), n
+            lambda rows, seed: tf.random.stateless_uniform([rows], seed=seed, maxval=self.num_classes, dtype=tf.int32),
+            n,
         )
 
     def divergence(self):
@@ -265,7 +288,9 @@ class FusedPropGAN(keras.Model):
     def train_step(self, data):
         real, labels = self._unpack(data)
         if self.d_optimizer is None:
-            raise ValueError("FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training.")
+            raise ValueError(
+                "FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training."
+            )
         if self.form == "alternating":
             means = self._alternating_update(real, labels)
         else:
@@ -282,7 +307,9 @@ class FusedPropGAN(keras.Model):
         if self.num_classes is None:
             return real, None
         if labels is None:
-            raise ValueError(f"A conditional FusedPropGAN (num_classes={self.num_classes}) is fit on (samples, labels) pairs.")
+            raise ValueError(
+                f"A conditional FusedPropGAN (num_classes={self.num_classes}) is fit on (samples, labels) pairs."
+            )
         return real, tf.cast(tf.reshape(labels, [-1]), tf.int32)
 
     def _options(self, n, real_labels, regularize, loss_scale):
@@ -315,8 +342,16 @@ class FusedPropGAN(keras.Model):
 
             def micro_step(real, z, *labels):
                 micro = options._replace(real_labels=labels[0], fake_labels=labels[1]) if labels else options
-                r = steps.simgd_step(self.generator, self.discriminator, real, z, self.gan_loss, self.form,
-                                     options=micro, check_independence=False)
+                r = steps.simgd_step(
+                    self.generator,
+                    self.discriminator,
+                    real,
+                    z,
+                    self.gan_loss,
+                    self.form,
+                    options=micro,
+                    check_independence=False,
+                )
                 means = (r.d_loss, r.g_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
                 return (r.d_grads, r.g_grads), means
 
@@ -324,8 +359,12 @@ class FusedPropGAN(keras.Model):
             return self._accumulate(micro_step, inputs, (self._d_accumulator, self._g_accumulator), num_means=4)
 
         (d_grads, g_grads), means = self._with_lazy_regularization(compute)
-        self._apply_together([(self.d_optimizer, d_grads, self.discriminator, means[0]),
-                              (self.g_optimizer, g_grads, self.generator, means[1])])
+        self._apply_together(
+            [
+                (self.d_optimizer, d_grads, self.discriminator, means[0]),
+                (self.g_optimizer, g_grads, self.generator, means[1]),
+            ]
+        )
         self._update_ema()
         return means
 
@@ -341,7 +380,9 @@ class FusedPropGAN(keras.Model):
                 r = steps.discriminator_step(self.generator, self.discriminator, real, z, self.gan_loss, options=micro)
                 return (r.d_grads,), (r.d_loss, tf.reduce_mean(r.real_logits), tf.reduce_mean(r.fake_logits))
 
-            inputs = (real, self.sample_latents(n)) + (() if labels is None else (options.real_labels, options.fake_labels))
+            inputs = (real, self.sample_latents(n)) + (
+                () if labels is None else (options.real_labels, options.fake_labels)
+            )
             return self._accumulate(micro_step, inputs, (self._d_accumulator,), num_means=3)
 
         for _ in range(self.n_dis):
@@ -405,14 +446,16 @@ class FusedPropGAN(keras.Model):
         """
         scaled = _loss_scale_optimizer(updates[0][0])
         players_ok = []
-        for optimizer, grads, model, loss in updates:
+        for _, grads, _, loss in updates:
             checked = [loss] if scaled else [loss] + list(grads)
             players_ok.append(_in_all_replicas(_all_finite(checked)))
         self._record_nonfinite(updates, players_ok)
         if scaled:
             grads_ok = _in_all_replicas(_all_finite([g for _, grads, _, _ in updates for g in grads]))
             poison = tf.where(grads_ok, 0.0, float("nan"))
-            updates = [(o, [g + tf.cast(poison, g.dtype) for g in grads], m, l) for o, grads, m, l in updates]
+            updates = [
+                (opt, [g + tf.cast(poison, g.dtype) for g in grads], model, loss) for opt, grads, model, loss in updates
+            ]
         replicas = _num_replicas()
         for optimizer, grads, model, _ in updates:
             if replicas > 1:  # the optimizer sums gradients over replicas; we want their mean

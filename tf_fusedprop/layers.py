@@ -147,8 +147,13 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
     def _affine(self, inputs, kernel, scaling):
         if scaling is not None:
             return ops.scaled_conv2d(
-                inputs, kernel, self.bias, scaling,
-                strides=self.strides, padding=self.padding, dilations=self.dilation_rate,
+                inputs,
+                kernel,
+                self.bias,
+                scaling,
+                strides=self.strides,
+                padding=self.padding,
+                dilations=self.dilation_rate,
             )
         x = self.convolution_op(inputs, kernel)
         return keras.ops.add(x, self.bias) if self.use_bias else x
@@ -214,7 +219,9 @@ class LeakyReLU(keras.layers.LeakyReLU):
     def __init__(self, negative_slope=0.3, **kwargs):
         super().__init__(negative_slope=negative_slope, **kwargs)
         if not negative_slope > 0:
-            raise ValueError(f"tf_fusedprop.layers.LeakyReLU needs negative_slope > 0. Received: negative_slope={negative_slope}")
+            raise ValueError(
+                f"tf_fusedprop.layers.LeakyReLU needs negative_slope > 0. Received: negative_slope={negative_slope}"
+            )
 
     def call(self, inputs):
         return _leaky_relu(inputs, self.negative_slope)

@@ -31,6 +31,7 @@ __all__ = [
     "names",
 ]
 
+
 def _saturate(x):
     limit = x.dtype.max
     return tf.clip_by_value(x, -limit, limit)
@@ -238,6 +239,5 @@ def get(identifier):
         return _REGISTRY[identifier]
     except (KeyError, TypeError):
         raise ValueError(
-            f"Unknown GAN loss. Received: loss={identifier!r}. "
-            f"Valid names: {', '.join(names())}."
+            f"Unknown GAN loss. Received: loss={identifier!r}. Valid names: {', '.join(names())}."
         ) from None

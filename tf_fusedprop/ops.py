@@ -203,12 +203,20 @@ def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
                 y = convolve(x, w)  # pruned in graph mode: the gradients need x and w only
             return tape.gradient(y, x, output_gradients=upstream), tape.gradient(y, w, output_gradients=scaled)
         dx = tf.raw_ops.Conv2DBackpropInput(
-            input_sizes=tf.shape(x), filter=w, out_backprop=upstream,
-            strides=strides4, padding=padding, dilations=dilations4,
+            input_sizes=tf.shape(x),
+            filter=w,
+            out_backprop=upstream,
+            strides=strides4,
+            padding=padding,
+            dilations=dilations4,
         )
         dw = tf.raw_ops.Conv2DBackpropFilter(
-            input=x, filter_sizes=tf.shape(w), out_backprop=scaled,
-            strides=strides4, padding=padding, dilations=dilations4,
+            input=x,
+            filter_sizes=tf.shape(w),
+            out_backprop=scaled,
+            strides=strides4,
+            padding=padding,
+            dilations=dilations4,
         )
         return dx, dw
 

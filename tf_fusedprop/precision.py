@@ -81,7 +81,9 @@ def choose(setting="auto", flags=None, gpus=None):
     """
     setting = "float32" if setting == "off" else setting
     if setting not in POLICIES:
-        raise ValueError(f"Unknown precision. Received: mixed_precision={setting!r}; expected one of {', '.join(POLICIES)}.")
+        raise ValueError(
+            f"Unknown precision. Received: mixed_precision={setting!r}; expected one of {', '.join(POLICIES)}."
+        )
     if setting != "auto":
         return Precision(setting, "set explicitly")
     gpus = gpu_compute_capabilities() if gpus is None else list(gpus)
@@ -89,9 +91,14 @@ def choose(setting="auto", flags=None, gpus=None):
         names = ", ".join(f"{name} (compute capability {major}.{minor})" for name, (major, minor) in gpus)
         if all(capability >= (8, 0) for _, capability in gpus):
             return Precision("mixed_bfloat16", f"auto: GPU {names} supports bfloat16")
-        return Precision("mixed_float16", f"auto: GPU {names} lacks bfloat16 (needs compute capability 8.0); float16 with loss scaling")
+        return Precision(
+            "mixed_float16",
+            f"auto: GPU {names} lacks bfloat16 (needs compute capability 8.0); float16 with loss scaling",
+        )
     flags = cpu_flags() if flags is None else frozenset(flags)
     found = [flag for flag in _BF16_CPU_FLAGS if flag in flags]
     if found:
         return Precision("mixed_bfloat16", f"auto: no GPU; the CPU flags show {' and '.join(found)} (native bfloat16)")
-    return Precision("float32", "auto: no GPU; the CPU flags show neither avx512_bf16 nor amx_bf16 (bfloat16 would be emulated)")
+    return Precision(
+        "float32", "auto: no GPU; the CPU flags show neither avx512_bf16 nor amx_bf16 (bfloat16 would be emulated)"
+    )

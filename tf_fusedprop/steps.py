@@ -114,7 +114,11 @@ def check_discriminator(discriminator, form):
                 "spectral_norm=True in tf_fusedprop.layers instead) or use "
                 "form='simultaneous' or form='alternating'."
             )
-        if scales_parameters and _own_trainable_weights(layer) and not fp_layers.supports_parameter_gradient_scaling(layer):
+        if (
+            scales_parameters
+            and _own_trainable_weights(layer)
+            and not fp_layers.supports_parameter_gradient_scaling(layer)
+        ):
             raise ValueError(
                 f"form={form!r} needs every trainable layer of the discriminator to be "
                 f"InvFusedProp-capable, but layer {layer.name!r} is a "
@@ -243,9 +247,13 @@ def _rule(form, loss=None):
     return _RULES[form]
 
 
-class StepOptions(collections.namedtuple(
-        "StepOptions", ["real_labels", "fake_labels", "augment", "regularizers", "seed", "loss_scale"],
-        defaults=(None, None, None, (), None, None))):
+class StepOptions(
+    collections.namedtuple(
+        "StepOptions",
+        ["real_labels", "fake_labels", "augment", "regularizers", "seed", "loss_scale"],
+        defaults=(None, None, None, (), None, None),
+    )
+):
     """What a step adds to the plain GAN objectives; every field is optional.
 
     * `real_labels`, `fake_labels`: `[batch]` int class labels of a conditional GAN. G is then
@@ -273,7 +281,8 @@ def _gradient(tape, objective, sources, loss_scale):
     seed = None if loss_scale is None else tf.cast(loss_scale, objective.dtype)
     grads = tape.gradient(objective, sources, output_gradients=seed)
     return tf.nest.map_structure(
-        lambda g: tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, grads,
+        lambda g: tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g,
+        grads,
         expand_composites=False,
     )
 
@@ -341,7 +350,9 @@ def _single_pass(generator, discriminator, real, z, loss, rule, options):
         if rule.may_invert:  # 1 for real samples (and interpolates), lambda_inv for inverse fake ones
             n = tf.shape(real)[0]
             rest = tf.ones_like(d.logits[2 * n :])
-            scaling.set(tf.concat([tf.ones_like(d.real_logits), tf.where(fused, ones, loss.lambda_inv(y)), rest], axis=0))
+            scaling.set(
+                tf.concat([tf.ones_like(d.real_logits), tf.where(fused, ones, loss.lambda_inv(y)), rest], axis=0)
+            )
         real_term = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty()
         d_fake_values, g_values = loss.d_fake(d.fake_logits), loss.g(d.fake_logits)
         objective = real_term + tf.reduce_mean(tf.where(fused, d_fake_values, g_values))
@@ -363,8 +374,9 @@ def _two_pass(generator, discriminator, real, z, loss, options):
     return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits)
 
 
-def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, options=None,
-               check_independence=True):
+def simgd_step(
+    generator, discriminator, real, z, loss="nonsaturating", form="fused", *, options=None, check_independence=True
+):
     """Runs one simultaneous step's forward and backward passes; returns a `StepResult`.
 
     Same contract as `compute_gradients`, with the losses and logits returned as well;
@@ -389,8 +401,21 @@ def simgd_step(generator, discriminator, real, z, loss="nonsaturating", form="fu
     return _single_pass(generator, discriminator, real, z, loss, _rule(form, loss), options)
 
 
-def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", form="fused", *, real_labels=None,
-                      fake_labels=None, augment=None, regularizers=(), seed=None, check_independence=True):
+def compute_gradients(
+    generator,
+    discriminator,
+    real,
+    z,
+    loss="nonsaturating",
+    form="fused",
+    *,
+    real_labels=None,
+    fake_labels=None,
+    augment=None,
+    regularizers=(),
+    seed=None,
+    check_independence=True,
+):
     """Both players' gradients for one simultaneous gradient-descent (SimGD) step.
 
     D's objective is `mean(d_real(D(real))) + mean(d_fake(D(G(z))))` plus the regularizers'
@@ -423,8 +448,9 @@ def compute_gradients(generator, discriminator, real, z, loss="nonsaturating", f
         (hinge with "fused"), or a discriminator the form cannot handle exactly.
     """
     options = StepOptions(real_labels, fake_labels, augment, tuple(regularizers), seed)
-    result = simgd_step(generator, discriminator, real, z, loss=loss, form=form, options=options,
-                        check_independence=check_independence)
+    result = simgd_step(
+        generator, discriminator, real, z, loss=loss, form=form, options=options, check_independence=check_independence
+    )
     return result.d_grads, result.g_grads
 
 

@@ -44,8 +44,12 @@ class PlanTest(tu.TestCase):
     def test_the_full_grid_is_seed_major_with_hinge_on_one_task(self):
         runs = quality.plan(list(quality.CONFIGS), quality.FORMS, quality.SEEDS)
         self.assertLen(runs, 5 * (5 + 3) + 5 * 5 + 3 * 5)
-        self.assertEqual([r.id for r in runs[:9]], [f"ring8-nonsaturating-{f}-s0" for f in quality.FORMS]
-                         + [f"ring8-hinge-{f}-s0" for f in quality.HINGE_FORMS] + ["grid25-nonsaturating-alternating-s0"])
+        self.assertEqual(
+            [r.id for r in runs[:9]],
+            [f"ring8-nonsaturating-{f}-s0" for f in quality.FORMS]
+            + [f"ring8-hinge-{f}-s0" for f in quality.HINGE_FORMS]
+            + ["grid25-nonsaturating-alternating-s0"],
+        )
         self.assertEqual([r.seed for r in runs], sorted(r.seed for r in runs))
         self.assertEqual(max(r.seed for r in runs if r.task == "digits"), 2)
         self.assertEqual({r.loss for r in runs if r.task != "ring8"}, {"nonsaturating"})
@@ -75,11 +79,16 @@ class RecordTest(tu.TestCase):
         self.config.update(steps=30, steps_per_epoch=10)
 
     def test_metrics_from_the_first_non_finite_evaluation_on_are_null(self):
-        history = [entry(10, 1.0, modes_covered=8, high_quality=0.9), entry(20, 2.0, False, modes_covered=0, high_quality=0.0),
-                   entry(30, 3.0, False, modes_covered=0, high_quality=0.0)]
+        history = [
+            entry(10, 1.0, modes_covered=8, high_quality=0.9),
+            entry(20, 2.0, False, modes_covered=0, high_quality=0.0),
+            entry(30, 3.0, False, modes_covered=0, high_quality=0.0),
+        ]
         summary = {"steps": 30, "train_seconds": 3.0}
         rec = quality.record(self.run_, self.config, summary, history, 4.0)
-        self.assertEqual((rec["status"], rec["diverged"], rec["diverged_at_step"], rec["final"]), ("diverged", True, 20, None))
+        self.assertEqual(
+            (rec["status"], rec["diverged"], rec["diverged_at_step"], rec["final"]), ("diverged", True, 20, None)
+        )
         self.assertEqual([e["metrics"]["modes_covered"] for e in rec["history"]], [8, None, None])
         self.assertEqual(quality.time_to_threshold(rec), (1.0, 10))
         # The harness's exact divergence step, where it records one, wins; a NaN metric counts too.
@@ -90,8 +99,11 @@ class RecordTest(tu.TestCase):
         self.assertEqual(quality.record(self.run_, self.config, None, history, 1.0)["diverged_at_step"], 10)
 
     def test_a_finished_run_and_its_time_to_threshold(self):
-        history = [entry(10, 1.0, modes_covered=8, high_quality=0.5), entry(20, 2.0, modes_covered=8, high_quality=0.85),
-                   entry(30, 3.0, modes_covered=7, high_quality=0.9)]
+        history = [
+            entry(10, 1.0, modes_covered=8, high_quality=0.5),
+            entry(20, 2.0, modes_covered=8, high_quality=0.85),
+            entry(30, 3.0, modes_covered=7, high_quality=0.9),
+        ]
         rec = quality.record(self.run_, self.config, {"steps": 30, "train_seconds": 3.0}, history, 4.0)
         self.assertEqual((rec["status"], rec["final"], rec["train_seconds"]), ("done", history[-1]["metrics"], 3.0))
         self.assertEqual(quality.time_to_threshold(rec), (2.0, 20))
@@ -117,24 +129,36 @@ class QuickGridTest(tu.TestCase):
         status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8,digits", "--forms=alternating,fused")
         self.assertEqual(status, 0, printed)
         self.assertIn("5/5", printed)
-        self.assertEqual(sorted(os.listdir(out)), ["cache", "quality.png", "results.json", "results.md", "runs", "warm_up"])
+        self.assertEqual(
+            sorted(os.listdir(out)), ["cache", "quality.png", "results.json", "results.md", "runs", "warm_up"]
+        )
         results = read_results(out)
         self.assertEqual(
             [r["id"] for r in results["runs"]],
-            ["ring8-nonsaturating-alternating-s0", "ring8-nonsaturating-fused-s0", "ring8-hinge-alternating-s0",
-             "digits-nonsaturating-alternating-s0", "digits-nonsaturating-fused-s0"],
+            [
+                "ring8-nonsaturating-alternating-s0",
+                "ring8-nonsaturating-fused-s0",
+                "ring8-hinge-alternating-s0",
+                "digits-nonsaturating-alternating-s0",
+                "digits-nonsaturating-fused-s0",
+            ],
         )
         for rec in results["runs"]:
             self.assertEqual((rec["status"], rec["steps"], rec["diverged"]), ("done", 20, False))
             self.assertEqual([e["step"] for e in rec["history"]], [10, 20])
-            self.assertTrue(0 < rec["history"][0]["train_seconds"] < rec["history"][1]["train_seconds"] <= rec["wall_seconds"])
+            self.assertTrue(
+                0 < rec["history"][0]["train_seconds"] < rec["history"][1]["train_seconds"] <= rec["wall_seconds"]
+            )
             self.assertEqual(rec["final"], rec["history"][-1]["metrics"])
         self.assertEqual(set(results["runs"][-1]["final"]), {"fid", "kid", "inception_score"})
         self.assertIn("tensorflow", results["environment"])
         with open(os.path.join(out, "results.md")) as f:
             table = f.read()
-        for row in ("| ring8 | nonsaturating | fused | 1 | 0 |", "| ring8 | hinge | alternating | 1 | 0 |",
-                    "| digits | nonsaturating | alternating | 1 | 0 |"):
+        for row in (
+            "| ring8 | nonsaturating | fused | 1 | 0 |",
+            "| ring8 | hinge | alternating | 1 | 0 |",
+            "| digits | nonsaturating | alternating | 1 | 0 |",
+        ):
             self.assertIn(row, table)
         with open(os.path.join(out, "quality.png"), "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
@@ -144,15 +168,24 @@ class QuickGridTest(tu.TestCase):
             status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8,digits", "--forms=alternating,fused")
             self.assertEqual(status, 0, printed)
             self.assertIn("5 runs, 5 done", printed)
-            status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8", "--forms=fused", "--override=g_lr=5e-4")
+            status, printed = quiet_run(
+                "--quick", f"--out={out}", "--tasks=ring8", "--forms=fused", "--override=g_lr=5e-4"
+            )
             self.assertEqual(status, 2)
             self.assertIn("holds run ring8-nonsaturating-fused-s0 with another config", printed)
         self.assertLen(read_results(out)["runs"], 5)
 
     def test_a_diverged_run_is_counted_and_a_raising_run_recorded_from_its_logs(self):
         out = os.path.join(self.get_temp_dir(), "quality")
-        status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8", "--forms=fused", "--losses=nonsaturating",
-                                    "--override=d_lr=1e30", "--override=g_lr=1e30")
+        status, printed = quiet_run(
+            "--quick",
+            f"--out={out}",
+            "--tasks=ring8",
+            "--forms=fused",
+            "--losses=nonsaturating",
+            "--override=d_lr=1e30",
+            "--override=g_lr=1e30",
+        )
         self.assertEqual(status, 0, printed)
         (rec,) = read_results(out)["runs"]
         self.assertEqual((rec["status"], rec["diverged"], rec["final"]), ("diverged", True, None))
@@ -172,8 +205,9 @@ class QuickGridTest(tu.TestCase):
 
         out = os.path.join(self.get_temp_dir(), "raising")
         with mock.patch.object(train_lib, "train", train_then_raise):
-            status, printed = quiet_run("--quick", f"--out={out}", "--tasks=ring8", "--forms=alternating",
-                                        "--losses=nonsaturating")
+            status, printed = quiet_run(
+                "--quick", f"--out={out}", "--tasks=ring8", "--forms=alternating", "--losses=nonsaturating"
+            )
         self.assertEqual(status, 0, printed)
         (rec,) = read_results(out)["runs"]
         self.assertEqual((rec["status"], rec["error"], rec["steps"]), ("error", "RuntimeError: stopped", 20))

@@ -8,11 +8,8 @@ import numpy as np
 import tensorflow as tf
 
 from tests import testing_utils as tu
-from tf_fusedprop import FusedPropGAN
-from tf_fusedprop import networks
-from tf_fusedprop.experiment import callbacks
-from tf_fusedprop.experiment import data
-from tf_fusedprop.experiment import images
+from tf_fusedprop import FusedPropGAN, networks
+from tf_fusedprop.experiment import callbacks, data, images
 
 
 def tiny_gan(seed=0):
@@ -38,13 +35,19 @@ class CallbacksTest(tu.TestCase):
 
         evaluation = callbacks.Evaluation(evaluate, every=2, throughput=throughput)
         grid = callbacks.SampleGrid(
-            np.zeros((10, 4), np.float32), os.path.join(directory, "samples"),
-            render=lambda s: images.scatter_plot(s, extent=3.0), writer=writer,
+            np.zeros((10, 4), np.float32),
+            os.path.join(directory, "samples"),
+            render=lambda s: images.scatter_plot(s, extent=3.0),
+            writer=writer,
         )
         backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"))
         gan = tiny_gan()
         history = gan.fit(
-            data.ring8(16), epochs=3, steps_per_epoch=2, verbose=0, shuffle=False,
+            data.ring8(16),
+            epochs=3,
+            steps_per_epoch=2,
+            verbose=0,
+            shuffle=False,
             callbacks=[throughput, evaluation, grid, callbacks.Scalars(writer), backup],
         )
         writer.close()
@@ -52,15 +55,18 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual(evaluated, [0, 1])  # After epoch 2 (every=2) and after the last epoch.
         self.assertEqual(evaluation.last, {"score": 2.0})
         self.assertEqual(history.history["score"], [1.0, 2.0])
-        self.assertEqual([(h["epoch"], h["step"], h["metrics"], h["finite"]) for h in evaluation.history],
-                         [(2, 4, {"score": 1.0}, True), (3, 6, {"score": 2.0}, True)])
+        self.assertEqual(
+            [(h["epoch"], h["step"], h["metrics"], h["finite"]) for h in evaluation.history],
+            [(2, 4, {"score": 1.0}, True), (3, 6, {"score": 2.0}, True)],
+        )
         seconds = [h["train_seconds"] for h in evaluation.history]
         self.assertTrue(0 < seconds[0] < seconds[1] == throughput.seconds, seconds)
         self.assertEqual(throughput.steps, 6)
         self.assertGreater(throughput.steps_per_second, 0)
         self.assertLen(history.history["steps_per_second"], 3)
         self.assertEqual(
-            sorted(os.listdir(os.path.join(directory, "samples"))), ["epoch_0001.png", "epoch_0002.png", "epoch_0003.png"]
+            sorted(os.listdir(os.path.join(directory, "samples"))),
+            ["epoch_0001.png", "epoch_0002.png", "epoch_0003.png"],
         )
         self.assertEqual(grid.last_path, os.path.join(directory, "samples", "epoch_0003.png"))
 
@@ -70,7 +76,9 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual([step for step, _, _ in events["samples"]], [2, 4, 6])
 
         self.assertEqual(backup.metadata(), {"epoch": 3, "steps": 6, "weights": "epoch_0003.weights.h5"})
-        self.assertEqual(sorted(os.listdir(os.path.join(directory, "backup"))), ["checkpoint.json", "epoch_0003.weights.h5"])
+        self.assertEqual(
+            sorted(os.listdir(os.path.join(directory, "backup"))), ["checkpoint.json", "epoch_0003.weights.h5"]
+        )
         restored = tiny_gan(seed=1)
         self.assertEqual(backup.restore(restored), 3)
         self.assertEqual(int(restored.g_optimizer.iterations.numpy()), 6)
@@ -86,8 +94,10 @@ class CallbacksTest(tu.TestCase):
         for epoch, d_loss in enumerate([0.5, float("nan"), 0.7, 0.7]):
             evaluation.on_epoch_end(epoch, {"d_loss": d_loss, "g_loss": 1.0})
         self.assertEqual([h["finite"] for h in evaluation.history], [True, False, False, False])
-        self.assertEqual(evaluation.history[0], {"epoch": 1, "step": 0, "train_seconds": None,
-                                                 "metrics": {"fid": 1.5, "modes": 3}, "finite": True})
+        self.assertEqual(
+            evaluation.history[0],
+            {"epoch": 1, "step": 0, "train_seconds": None, "metrics": {"fid": 1.5, "modes": 3}, "finite": True},
+        )
         self.assertEqual(json.loads(json.dumps(evaluation.history)), evaluation.history)  # plain numbers
 
     def test_fit_resumes_from_the_restored_epoch(self):
@@ -98,7 +108,13 @@ class CallbacksTest(tu.TestCase):
         resumed = tiny_gan()
         epoch = backup.restore(resumed)
         history = resumed.fit(
-            data.ring8(16), epochs=5, steps_per_epoch=2, initial_epoch=epoch, verbose=0, shuffle=False, callbacks=[backup]
+            data.ring8(16),
+            epochs=5,
+            steps_per_epoch=2,
+            initial_epoch=epoch,
+            verbose=0,
+            shuffle=False,
+            callbacks=[backup],
         )
         self.assertEqual(history.epoch, [2, 3, 4])
         self.assertEqual(int(resumed.g_optimizer.iterations.numpy()), 10)

@@ -2,11 +2,10 @@
 
 import functools
 import math
+import os
 import tempfile
 import time
 from unittest import mock
-
-import os
 
 import numpy as np
 import tensorflow as tf
@@ -218,9 +217,7 @@ class RegistryTest(tu.TestCase):
             self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
 
     def test_unknown_name_lists_valid_names(self):
-        with self.assertRaisesRegex(
-            ValueError, r"\['cifar10', 'digits', 'grid25', 'ring8'\].*Received: name='mnist'"
-        ):
+        with self.assertRaisesRegex(ValueError, r"\['cifar10', 'digits', 'grid25', 'ring8'\].*Received: name='mnist'"):
             data.get("mnist", 8)
 
     @parameterized.parameters(0, -1, 2.5, "8", True, None)
@@ -231,7 +228,6 @@ class RegistryTest(tu.TestCase):
     def test_numpy_integer_batch_size_accepted(self):
         ds = data.get("ring8", np.int64(3))
         self.assertEqual(ds.element_spec.shape, (3, 2))
-
 
 
 if __name__ == "__main__":

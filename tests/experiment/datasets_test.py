@@ -21,14 +21,18 @@ class RegistryTest(tu.TestCase):
             self.assertEqual(datasets.get(name).name, name)
 
     def test_unknown_name_lists_valid_names(self):
-        with self.assertRaisesRegex(ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, ring8\."):
+        with self.assertRaisesRegex(
+            ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, ring8\."
+        ):
             datasets.get("mnist")
         with self.assertRaisesRegex(ValueError, "Received: name=None"):
             datasets.get(None)
 
 
 class SpecTest(tu.TestCase):
-    @parameterized.parameters(("digits", (8, 16, 16, 1)), ("cifar10", (8, 32, 32, 3)), ("ring8", (8, 2)), ("grid25", (8, 2)))
+    @parameterized.parameters(
+        ("digits", (8, 16, 16, 1)), ("cifar10", (8, 32, 32, 3)), ("ring8", (8, 2)), ("grid25", (8, 2))
+    )
     def test_pipeline_batches_have_the_sample_shape(self, name, shape):
         spec = datasets.get(name)
         config = tu.tiny_config(CONFIGS[name])
@@ -46,17 +50,22 @@ class SpecTest(tu.TestCase):
         self.assertEqual((image.ndim, image.shape[-1]), (3, channels))
 
     def test_image_datasets_take_image_networks(self):
-        self.assertEqual({name: datasets.get(name).image for name in datasets.names()},
-                         {"cifar10": True, "digits": True, "grid25": False, "ring8": False})
+        self.assertEqual(
+            {name: datasets.get(name).image for name in datasets.names()},
+            {"cifar10": True, "digits": True, "grid25": False, "ring8": False},
+        )
 
     def test_cifar10_without_inception_module_trains_without_fid(self):
         messages = []
         make = datasets.get("cifar10").evaluator(tu.tiny_config("cifar10_cnn_ns"))
         self.assertIsNone(make("unused", messages.append))
-        self.assertTrue(messages[0].startswith(
-            "FID/IS off: no Inception module; pass --config.inception_path=https://tfhub.dev/tensorflow/tfgan/eval/"
-            "inception/1 (downloaded once) or a local copy's directory"
-        ), messages)
+        self.assertTrue(
+            messages[0].startswith(
+                "FID/IS off: no Inception module; pass --config.inception_path=https://tfhub.dev/tensorflow/tfgan/eval/"
+                "inception/1 (downloaded once) or a local copy's directory"
+            ),
+            messages,
+        )
 
     def test_cifar10_with_a_bad_inception_path_fails_when_prepared(self):
         config = tu.tiny_config("cifar10_cnn_ns")

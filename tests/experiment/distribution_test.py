@@ -24,7 +24,9 @@ from tf_fusedprop.experiment.config import ConfigError, json_values
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(ROOT, "train.py")
-TWO_WORKERS = json.dumps({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}})
+TWO_WORKERS = json.dumps(
+    {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}
+)
 
 
 def read_json(path):
@@ -37,9 +39,13 @@ def stub_strategy(replicas=1, workers=1, chief=True):
     resolver = None
     if workers > 1:
         spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{i}" for i in range(workers)]})
-        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type="worker", task_id=0 if chief else 1)
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            spec, task_type="worker", task_id=0 if chief else 1
+        )
     return types.SimpleNamespace(
-        num_replicas_in_sync=replicas, cluster_resolver=resolver, extended=types.SimpleNamespace(should_checkpoint=chief)
+        num_replicas_in_sync=replicas,
+        cluster_resolver=resolver,
+        extended=types.SimpleNamespace(should_checkpoint=chief),
     )
 
 
@@ -81,7 +87,8 @@ class CheckRunTest(tu.TestCase):
         config.update(batch_size=12, iter_size=2)
         distribution.check_run(config, "w", stub_strategy(replicas=2))
         with self.assertRaisesRegex(
-            ConfigError, r"divisible by replicas x iter_size = 4 x 2 = 8; received batch_size=12 \(e.g. --config.batch_size=16\)"
+            ConfigError,
+            r"divisible by replicas x iter_size = 4 x 2 = 8; received batch_size=12 \(e.g. --config.batch_size=16\)",
         ):
             distribution.check_run(config, "w", stub_strategy(replicas=4))
 
@@ -90,6 +97,7 @@ class CheckRunTest(tu.TestCase):
         distribution.check_run(config, None, stub_strategy(replicas=2))
         with self.assertRaisesRegex(ConfigError, r"several workers need an explicit workdir"):
             distribution.check_run(config, None, stub_strategy(replicas=2, workers=2))
+
 
 class OutputDirTest(tu.TestCase):
     def test_the_chief_writes_the_workdir(self):
@@ -115,8 +123,13 @@ class FitUnderTest(tu.TestCase):
         self.assertEqual((model.steps_per_execution, logged), (10, []))
         distribution.fit_under(model, stub_strategy(replicas=2), log=logged.append)
         self.assertEqual(model.steps_per_execution, 1)
-        self.assertEqual(logged, ["steps_per_execution 10 -> 1 on 2 replicas (Keras's multi-step loop fails under "
-                                  "tf.distribute, keras-team/keras#19246)."])
+        self.assertEqual(
+            logged,
+            [
+                "steps_per_execution 10 -> 1 on 2 replicas (Keras's multi-step loop fails under "
+                "tf.distribute, keras-team/keras#19246)."
+            ],
+        )
 
     def test_several_workers_return_each_step_value_as_a_vector(self):
         model = types.SimpleNamespace(steps_per_execution=1, train_step=lambda data: {"d_loss": tf.constant(2.0)})
@@ -128,7 +141,9 @@ class ShardTest(tu.TestCase):
     def test_pipelines_are_sharded_by_data_and_endless(self):
         stream = tf.data.Dataset.counter().batch(2)  # Finite to TensorFlow, as ring8's.
         dataset = distribution.shard_by_data(stream)
-        self.assertEqual(dataset.options().experimental_distribute.auto_shard_policy, tf.data.experimental.AutoShardPolicy.DATA)
+        self.assertEqual(
+            dataset.options().experimental_distribute.auto_shard_policy, tf.data.experimental.AutoShardPolicy.DATA
+        )
         self.assertEqual(dataset.cardinality(), tf.data.INFINITE_CARDINALITY)
         self.assertAllEqual(list(dataset.take(2)), list(stream.take(2)))
 
@@ -190,7 +205,9 @@ def final_state(config, workdir):
     gan = train_lib.build_gan(config)
     checkpoint = callbacks.BackupAndRestore(os.path.join(workdir, "backup"))
     checkpoint.restore(gan)
-    variables = gan.generator.weights + gan.discriminator.weights + gan.d_optimizer.variables + gan.g_optimizer.variables
+    variables = (
+        gan.generator.weights + gan.discriminator.weights + gan.d_optimizer.variables + gan.g_optimizer.variables
+    )
     return [np.asarray(v) for v in variables]
 
 
@@ -266,23 +283,32 @@ class DistributedTrainTest(tu.TestCase):
         )
         env = {**os.environ, "PYTHONPATH": ROOT}
         env.pop("TF_CONFIG", None)
-        result = subprocess.run([sys.executable, "-c", script, *flags], cwd=tmp, env=env, capture_output=True, text=True, timeout=180)
+        result = subprocess.run(
+            [sys.executable, "-c", script, *flags], cwd=tmp, env=env, capture_output=True, text=True, timeout=180
+        )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("BAD_BATCH 2", result.stdout)
         errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
         self.assertEqual(
-            errors, ["error: config.batch_size (the global batch) must be divisible by replicas x iter_size = 2 x 1 = 2; "
-                     "received batch_size=7 (e.g. --config.batch_size=8)."]
+            errors,
+            [
+                "error: config.batch_size (the global batch) must be divisible by replicas x iter_size = 2 x 1 = 2; "
+                "received batch_size=7 (e.g. --config.batch_size=8)."
+            ],
         )
         self.assertFalse(os.path.exists(os.path.join(tmp, "bad")))
         self.assertIn("strategy: mirrored, 2 replicas (CPU:0, CPU:1)\n", result.stdout)
         self.assertIn("steps_per_execution 2 -> 1 on 2 replicas", result.stdout)
         summary = read_json(os.path.join(tmp, "run", "summary.json"))
-        self.assertEqual((summary["steps"], summary["strategy"], summary["replicas"], summary["workers"]), (4, "mirrored", 2, 1))
+        self.assertEqual(
+            (summary["steps"], summary["strategy"], summary["replicas"], summary["workers"]), (4, "mirrored", 2, 1)
+        )
 
         reference = reference_run(config, os.path.join(tmp, "one_device"))
         self.assertEqual((reference["strategy"], reference["replicas"]), ("one_device", 1))
-        self.assertStatesClose(final_state(config, os.path.join(tmp, "run")), final_state(config, os.path.join(tmp, "one_device")))
+        self.assertStatesClose(
+            final_state(config, os.path.join(tmp, "run")), final_state(config, os.path.join(tmp, "one_device"))
+        )
 
     def test_each_worker_takes_its_replicas_rows_of_one_process_batches(self):
         """Every worker runs the pipeline and keeps its rows of each global batch (DATA sharding):
@@ -305,8 +331,11 @@ class DistributedTrainTest(tu.TestCase):
         cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
         workers = []
         for index in range(2):
-            env = {**os.environ, "PYTHONPATH": ROOT,
-                   "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+            env = {
+                **os.environ,
+                "PYTHONPATH": ROOT,
+                "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+            }
             command = [sys.executable, "-c", script, os.path.join(tmp, f"rows{index}.npz")]
             workers.append(_Process(self, command, env, os.path.join(tmp, f"rows{index}.log")))
         for worker in workers:
@@ -356,14 +385,19 @@ class DistributedTrainTest(tu.TestCase):
         self.assertEqual(chief_status, 0, chief_output[-3000:])
         self.assertEqual(other_status, 0, other_output[-3000:])
         self.assertIn("strategy: multi_worker, 2 replicas (CPU:0 on worker 0 of 2 workers, chief)", chief_output)
-        self.assertIn("strategy: multi_worker, 2 replicas (CPU:0 on worker 1 of 2 workers, not the chief)", other_output)
+        self.assertIn(
+            "strategy: multi_worker, 2 replicas (CPU:0 on worker 1 of 2 workers, not the chief)", other_output
+        )
         self.assertIn("steps_per_execution 5 -> 1 on 2 replicas", chief_output)
         if kill:
             for output in (chief_output, other_output):
                 self.assertIn(f"Resuming from epoch {resumed_from}/{epochs} ({10 * resumed_from} steps done).", output)
         self.assertFalse(os.path.exists(worker_dir(other_output)))
         summary = read_json(os.path.join(workdir, "summary.json"))
-        self.assertEqual((summary["steps"], summary["strategy"], summary["replicas"], summary["workers"]), (steps, "multi_worker", 2, 2))
+        self.assertEqual(
+            (summary["steps"], summary["strategy"], summary["replicas"], summary["workers"]),
+            (steps, "multi_worker", 2, 2),
+        )
         self.assertEqual(summary["resumed_from_epoch"], resumed_from or 0)
         written = [name for name in os.listdir(workdir) if not name.startswith(".tmp")]  # A kill may leave one.
         self.assertCountEqual(written, ["backup", "config.json", "generator", "logs", "samples", "summary.json"])

@@ -9,11 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from tests import testing_utils as tu
-from tf_fusedprop import FusedPropGAN
-from tf_fusedprop import networks
-from tf_fusedprop.experiment import callbacks
-from tf_fusedprop.experiment import data
-from tf_fusedprop.experiment import divergence
+from tf_fusedprop import FusedPropGAN, networks
+from tf_fusedprop.experiment import callbacks, data, divergence
 
 
 def tiny_gan(learning_rate=1e-3):
@@ -35,7 +32,11 @@ class DivergenceMonitorTest(tu.TestCase):
     def test_an_absurd_learning_rate_stops_fit_at_the_diverged_batch_and_the_last_good_checkpoint_stays(self):
         directory = self.get_temp_dir()
         backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"))
-        grid = callbacks.SampleGrid(np.zeros((4, 4), np.float32), os.path.join(directory, "samples"), render=lambda s: np.zeros((2, 2, 3), np.uint8))
+        grid = callbacks.SampleGrid(
+            np.zeros((4, 4), np.float32),
+            os.path.join(directory, "samples"),
+            render=lambda s: np.zeros((2, 2, 3), np.uint8),
+        )
         run = [divergence.DivergenceMonitor(backup, workdir=directory), grid, backup]
         gan = tiny_gan()
         gan.fit(data.ring8(16), epochs=1, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=run)
@@ -44,7 +45,9 @@ class DivergenceMonitorTest(tu.TestCase):
 
         gan.d_optimizer.learning_rate = gan.g_optimizer.learning_rate = 1e30  # Step 4 blows the weights up.
         with self.assertRaises(divergence.TrainingDivergedError) as info:
-            gan.fit(data.ring8(16), epochs=3, initial_epoch=1, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=run)
+            gan.fit(
+                data.ring8(16), epochs=3, initial_epoch=1, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=run
+            )
         error = info.exception
         self.assertEqual(error.step, 5)  # The first update computed from non-finite values.
         self.assertEqual(int(gan.g_optimizer.iterations.numpy()), 5)  # Stopped at that batch.
@@ -62,14 +65,18 @@ class DivergenceMonitorTest(tu.TestCase):
             r"--config.d_lr=1e\+29 --config.g_lr=1e\+29$",
         )
         # No epoch-end callback ran for the diverged epoch: no checkpoint, no sample grid.
-        self.assertEqual(sorted(os.listdir(os.path.join(directory, "backup"))), ["checkpoint.json", "epoch_0001.weights.h5"])
+        self.assertEqual(
+            sorted(os.listdir(os.path.join(directory, "backup"))), ["checkpoint.json", "epoch_0001.weights.h5"]
+        )
         self.assertEqual(md5(weights), good)
         self.assertTrue(tu.weights_are_finite(weights))
         self.assertEqual(os.listdir(os.path.join(directory, "samples")), ["epoch_0001.png"])
 
     def test_a_finite_run_is_not_stopped(self):
         monitor = divergence.DivergenceMonitor()
-        history = tiny_gan().fit(data.ring8(16), epochs=2, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[monitor])
+        history = tiny_gan().fit(
+            data.ring8(16), epochs=2, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[monitor]
+        )
         self.assertEqual(history.epoch, [0, 1])
         self.assertIsNone(monitor.divergence)
 
@@ -97,14 +104,26 @@ class SuggestionTest(tu.TestCase):
 
     def test_resume_command_replaces_workdir_and_rates_in_both_flag_forms(self):
         args = [
-            "--config=configs/ring8.py", "--config.d_lr=1", "--config.g_lr", "2", "--workdir", "old dir",
+            "--config=configs/ring8.py",
+            "--config.d_lr=1",
+            "--config.g_lr",
+            "2",
+            "--workdir",
+            "old dir",
             "--config.steps=10",
         ]
         command = divergence.resume_command("runs/my run", (0.1, 2e-05), args, program="../train.py")
         self.assertEqual(
             shlex.split(command),
-            ["python", "../train.py", "--config=configs/ring8.py", "--config.steps=10", "--workdir=runs/my run",
-             "--config.d_lr=0.1", "--config.g_lr=2e-05"],
+            [
+                "python",
+                "../train.py",
+                "--config=configs/ring8.py",
+                "--config.steps=10",
+                "--workdir=runs/my run",
+                "--config.d_lr=0.1",
+                "--config.g_lr=2e-05",
+            ],
         )
 
 

@@ -94,7 +94,9 @@ class CachedSavedModelTest(tu.TestCase):
         self.assertEqual(os.listdir(cache), [])
         offline = tu.closed_port_url("/tensorflow/tfgan/eval/inception/1")
         lines, missing = [], os.path.join(cache, "not-created")
-        with self.assertRaisesRegex(downloads.DownloadError, r"^cannot reach .*\?tf-hub-format=compressed \(Connection"):
+        with self.assertRaisesRegex(
+            downloads.DownloadError, r"^cannot reach .*\?tf-hub-format=compressed \(Connection"
+        ):
             downloads.cached_saved_model(offline, missing, log=lines.append)
         self.assertFalse(os.path.exists(missing))  # Offline, nothing is created.
         self.assertEqual(lines, [])  # Nor said to be downloaded.

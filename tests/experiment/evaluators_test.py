@@ -23,7 +23,9 @@ class ImageEvaluatorTest(tu.TestCase):
         generator = lambda z, training: z + 1.0
         evaluator = evaluators.ImageEvaluator(Extractor(), metrics.activation_statistics(real), latents, "test")
         result = evaluator(generator)
-        expected = metrics.frechet_distance(*metrics.activation_statistics(latents + 1.0), *metrics.activation_statistics(real))
+        expected = metrics.frechet_distance(
+            *metrics.activation_statistics(latents + 1.0), *metrics.activation_statistics(real)
+        )
         self.assertAllClose(result["fid"], expected)
         self.assertAllClose(result["inception_score"], 1.0)
         self.assertEqual(evaluator.primary, "fid")
@@ -45,7 +47,12 @@ class ImageEvaluatorTest(tu.TestCase):
 
         latents = rng.normal(size=(40, 3)).astype(np.float32)
         evaluator = evaluators.ImageEvaluator(
-            Extractor(), metrics.activation_statistics(real), latents, "test", real_features=real, kid_subsets=3,
+            Extractor(),
+            metrics.activation_statistics(real),
+            latents,
+            "test",
+            real_features=real,
+            kid_subsets=3,
             kid_subset_size=20,
         )
         result = evaluator(lambda z, training: z)
@@ -72,8 +79,9 @@ class ConditionalEvaluatorTest(tu.TestCase):
         # the generator writes the requested class, except for class 2 which it draws as 0
         generator = lambda inputs, training: np.stack([np.where(inputs[1] == 2, 0, inputs[1]), inputs[0][:, 0]], 1)
         latents = np.random.default_rng(0).normal(size=(30, 2)).astype(np.float32)
-        evaluator = evaluators.ImageEvaluator(Classifier(), (np.zeros(2), np.eye(2)), latents, "toy", labels=labels,
-                                              class_accuracy=True)
+        evaluator = evaluators.ImageEvaluator(
+            Classifier(), (np.zeros(2), np.eye(2)), latents, "toy", labels=labels, class_accuracy=True
+        )
         values = evaluator(generator)
         self.assertAllClose(values["class_accuracy"], 2 / 3)
         self.assertIn("class accuracy: 66.7%", evaluator.describe(values))
@@ -92,7 +100,8 @@ class MixtureEvaluatorTest(tu.TestCase):
         self.assertEqual(evaluator(collapsed), {"modes_covered": 0, "high_quality": 0.0})
         self.assertEqual(evaluator.primary, "modes_covered")
         self.assertEqual(
-            evaluator.describe({"modes_covered": 7, "high_quality": 0.925}), "modes covered: 7/8, high-quality samples: 92%"
+            evaluator.describe({"modes_covered": 7, "high_quality": 0.925}),
+            "modes covered: 7/8, high-quality samples: 92%",
         )
 
 

@@ -49,7 +49,9 @@ class DigitsClassifierTest(tu.TestCase):
         noise = rng.uniform(-1, 1, size=real.shape).astype(np.float32)
         real_features = self.classifier.features(real)
         fid_real = metrics.frechet_distance_from_activations(real_features[:900], real_features[900:])
-        fid_noise = metrics.frechet_distance_from_activations(real_features[:900], self.classifier.features(noise[:900]))
+        fid_noise = metrics.frechet_distance_from_activations(
+            real_features[:900], self.classifier.features(noise[:900])
+        )
         self.assertGreater(fid_noise, 10 * fid_real)
         self.assertGreater(metrics.inception_score(self.classifier.logits(real), splits=5)[0], 7.0)
 

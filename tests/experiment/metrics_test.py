@@ -46,7 +46,10 @@ class ImportsTest(tu.TestCase):
             """
         )
         result = subprocess.run(
-            [sys.executable, "-c", script, os.path.abspath(metrics.__file__)], capture_output=True, text=True, timeout=120
+            [sys.executable, "-c", script, os.path.abspath(metrics.__file__)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         self.assertIn("'frechet_distance'", result.stdout)

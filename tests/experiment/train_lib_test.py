@@ -83,9 +83,13 @@ class TrainTest(tu.TestCase):
         image_data = config.dataset in ("digits", "cifar10")
         metric_names = {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"}
         if config.dataset == "digits":
-            metric_names |= {"kid"} | ({"class_accuracy"} if config.num_classes else set())  # the classifier knows the classes
+            metric_names |= {"kid"} | (
+                {"class_accuracy"} if config.num_classes else set()
+            )  # the classifier knows the classes
         self.assertEqual(set(summary["metrics"]), metric_names)
-        self.assertEqual([(h["epoch"], h["step"], h["finite"]) for h in summary["history"]], [(1, 1, True), (2, 2, True)])
+        self.assertEqual(
+            [(h["epoch"], h["step"], h["finite"]) for h in summary["history"]], [(1, 1, True), (2, 2, True)]
+        )
         self.assertEqual(summary["history"][-1]["metrics"], summary["metrics"])
         self.assertEqual(summary["history"][-1]["train_seconds"], summary["train_seconds"])
         self.assertEqual(summary["final_metric"]["value"], summary["metrics"][summary["final_metric"]["name"]])

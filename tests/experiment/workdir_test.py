@@ -81,7 +81,9 @@ class LearningRateChangeTest(tu.TestCase):
             [expected, {"epoch": 0, "step": 0, "d_lr": {"from": 1e-4, "to": 2e-3}, "g_lr": {"from": 5e-5, "to": 5e-5}}],
         )
         config.beta1 = 0.0
-        with self.assertRaisesRegex(ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr may change\)"):
+        with self.assertRaisesRegex(
+            ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr may change\)"
+        ):
             workdir.completed_run(directory, config)
 
 
@@ -101,7 +103,9 @@ class MakeWorkdirTest(tu.TestCase):
     def test_unwritable(self):
         blocker = os.path.join(self.get_temp_dir(), "file")
         open(blocker, "w").close()
-        with self.assertRaisesRegex(ConfigError, r"cannot write to workdir '.*file/run' \(NotADirectoryError.*--workdir=DIR"):
+        with self.assertRaisesRegex(
+            ConfigError, r"cannot write to workdir '.*file/run' \(NotADirectoryError.*--workdir=DIR"
+        ):
             workdir.make_workdir(os.path.join(blocker, "run"), tu.tiny_config("ring8"))
 
 

@@ -14,9 +14,7 @@ import time
 import keras
 import numpy as np
 
-from tf_fusedprop.experiment import files
-from tf_fusedprop.experiment import images
-from tf_fusedprop.experiment import summaries
+from tf_fusedprop.experiment import files, images, summaries
 
 __all__ = ["BackupAndRestore", "Evaluation", "SampleGrid", "Scalars", "Throughput"]
 
@@ -104,13 +102,17 @@ class Evaluation(keras.callbacks.Callback):
         if (epoch + 1) % self.every and epoch + 1 != last_epoch:
             return
         self.last = dict(self.evaluate(self.model.sampling_generator))
-        self.history.append({
-            "epoch": epoch + 1,
-            "step": _global_step(self.model),
-            "train_seconds": None if self.throughput is None else self.throughput.seconds,
-            "metrics": {key: value.item() if isinstance(value, np.generic) else value for key, value in self.last.items()},
-            "finite": self._finite,
-        })
+        self.history.append(
+            {
+                "epoch": epoch + 1,
+                "step": _global_step(self.model),
+                "train_seconds": None if self.throughput is None else self.throughput.seconds,
+                "metrics": {
+                    key: value.item() if isinstance(value, np.generic) else value for key, value in self.last.items()
+                },
+                "finite": self._finite,
+            }
+        )
         if logs is not None:
             logs.update(self.last)
 

@@ -91,7 +91,9 @@ def _learning_rate(key, value):
 
 
 def _adam_beta(key, value):
-    _check(isinstance(value, (int, float)) and 0 <= value < 1, f"config.{key} must be in [0, 1); received {key}={value!r}.")
+    _check(
+        isinstance(value, (int, float)) and 0 <= value < 1, f"config.{key} must be in [0, 1); received {key}={value!r}."
+    )
 
 
 def _known(kind, names, get):

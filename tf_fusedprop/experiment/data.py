@@ -131,7 +131,10 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
             downloads.check_reachable(CIFAR10_URL)
         except downloads.DownloadError as offline:
             raise _cifar10_unavailable(data_dir, f"and cannot be downloaded: {offline}", tfds) from None
-        print(f"CIFAR-10 is not prepared in {_where(data_dir, tfds)}: downloading it with TFDS (~160 MB, once) ...", flush=True)
+        print(
+            f"CIFAR-10 is not prepared in {_where(data_dir, tfds)}: downloading it with TFDS (~160 MB, once) ...",
+            flush=True,
+        )
         try:
             ds = load(download=True)
         except Exception as failure:  # Any download or preparation failure.

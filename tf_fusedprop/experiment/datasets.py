@@ -26,10 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from tf_fusedprop.experiment import data
-from tf_fusedprop.experiment import evaluators
-from tf_fusedprop.experiment import features
-from tf_fusedprop.experiment import images
+from tf_fusedprop.experiment import data, evaluators, features, images
 
 __all__ = ["NETWORK_INPUTS", "DatasetSpec", "NetworkInputs", "get", "grid_inputs", "names", "network_inputs"]
 
@@ -99,14 +96,21 @@ def _labelled(config):
 def _digits_evaluator(config):
     def make(cache_dir, log):
         classifier = features.DigitsClassifier.load_or_train(cache_dir, image_size=config.image_size, seed=0)
-        log(f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
-            f"({'trained now' if classifier.trained else 'cached'} in {cache_dir}).")
+        log(
+            f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
+            f"({'trained now' if classifier.trained else 'cached'} in {cache_dir})."
+        )
         cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
         real = data.digits_array(config.image_size)  # 1,797 images: their features (for KID) take ms.
         reference = features.reference_statistics(classifier, real, cache)
         return evaluators.ImageEvaluator(
-            classifier, reference, _evaluation_latents(config), "digits classifier", real_features=classifier.features(real),
-            labels=_evaluation_labels(config), class_accuracy=True,
+            classifier,
+            reference,
+            _evaluation_latents(config),
+            "digits classifier",
+            real_features=classifier.features(real),
+            labels=_evaluation_labels(config),
+            class_accuracy=True,
         )
 
     return make
@@ -117,8 +121,9 @@ DIGITS = DatasetSpec(
     fields=("image_size",),
     image=True,
     sample_shape=lambda config: (config.image_size, config.image_size, 1),
-    pipeline=lambda config, seed: data.digits(config.batch_size, image_size=config.image_size, seed=seed,
-                                              labels=_labelled(config)),
+    pipeline=lambda config, seed: data.digits(
+        config.batch_size, image_size=config.image_size, seed=seed, labels=_labelled(config)
+    ),
     evaluator=_digits_evaluator,
     render=_image_grid,
     classes=10,
@@ -151,15 +156,18 @@ def _cifar10_evaluator(config):
 
     def make(cache_dir, log):
         if inception is None:
-            log(f"FID/IS off: no Inception module; pass --config.inception_path={features.InceptionFeatures.MODULE_URL} "
-                "(downloaded once) or a local copy's directory to score CIFAR-10.")
+            log(
+                f"FID/IS off: no Inception module; pass --config.inception_path={features.InceptionFeatures.MODULE_URL} "
+                "(downloaded once) or a local copy's directory to score CIFAR-10."
+            )
             return None
         key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
         cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
         real = None if os.path.exists(cache) else _cifar10_images(config, config.eval_real_samples)
         reference = features.reference_statistics(inception, real, cache, batch_size=100)
-        return evaluators.ImageEvaluator(inception, reference, _evaluation_latents(config), "Inception",
-                                         labels=_evaluation_labels(config))
+        return evaluators.ImageEvaluator(
+            inception, reference, _evaluation_latents(config), "Inception", labels=_evaluation_labels(config)
+        )
 
     return make
 
@@ -169,8 +177,9 @@ CIFAR10 = DatasetSpec(
     fields=("data_dir", "inception_path", "eval_real_samples"),
     image=True,
     sample_shape=lambda config: (32, 32, 3),
-    pipeline=lambda config, seed: data.cifar10(config.batch_size, data_dir=config.data_dir, seed=seed,
-                                               labels=_labelled(config)),
+    pipeline=lambda config, seed: data.cifar10(
+        config.batch_size, data_dir=config.data_dir, seed=seed, labels=_labelled(config)
+    ),
     evaluator=_cifar10_evaluator,
     render=_image_grid,
     classes=10,

@@ -50,7 +50,6 @@ import tempfile
 
 import tensorflow as tf
 
-from tf_fusedprop import networks as fp_networks
 from tf_fusedprop.experiment.config import ConfigError
 
 __all__ = [
@@ -220,8 +219,10 @@ def fit_under(model, strategy, log=print):
     epoch's logs (callbacks, TensorBoard, summary) are read from the metric variables as usual.
     """
     if strategy.num_replicas_in_sync > 1 and model.steps_per_execution > 1:
-        log(f"steps_per_execution {model.steps_per_execution} -> 1 on {strategy.num_replicas_in_sync} replicas "
-            "(Keras's multi-step loop fails under tf.distribute, keras-team/keras#19246).")
+        log(
+            f"steps_per_execution {model.steps_per_execution} -> 1 on {strategy.num_replicas_in_sync} replicas "
+            "(Keras's multi-step loop fails under tf.distribute, keras-team/keras#19246)."
+        )
         model.steps_per_execution = 1
     if facts(strategy)["workers"] > 1:
         train_step = model.train_step

@@ -65,7 +65,14 @@ def resume_command(workdir, learning_rates, args=(), program="train.py"):
             kept.append(arg)
     d_lr, g_lr = learning_rates
     return shlex.join(
-        ["python", program, *kept, f"--workdir={workdir}", f"--config.d_lr={_rate(d_lr)}", f"--config.g_lr={_rate(g_lr)}"]
+        [
+            "python",
+            program,
+            *kept,
+            f"--workdir={workdir}",
+            f"--config.d_lr={_rate(d_lr)}",
+            f"--config.g_lr={_rate(g_lr)}",
+        ]
     )
 
 

@@ -143,7 +143,8 @@ def _saved_model_root(directory):
     if os.path.exists(os.path.join(directory, "saved_model.pb")):
         return directory
     found = [
-        os.path.join(directory, name) for name in sorted(os.listdir(directory))
+        os.path.join(directory, name)
+        for name in sorted(os.listdir(directory))
         if os.path.exists(os.path.join(directory, name, "saved_model.pb"))
     ]
     return found[0] if len(found) == 1 else None

@@ -62,8 +62,18 @@ class ImageEvaluator:
 
     primary = "fid"
 
-    def __init__(self, extractor, reference, latents, label, real_features=None, kid_subsets=10, kid_subset_size=1000,
-                 labels=None, class_accuracy=False):
+    def __init__(
+        self,
+        extractor,
+        reference,
+        latents,
+        label,
+        real_features=None,
+        kid_subsets=10,
+        kid_subset_size=1000,
+        labels=None,
+        class_accuracy=False,
+    ):
         self.extractor, self.reference, self.latents, self.label = extractor, reference, latents, label
         self.real_features = real_features
         self.kid_subsets, self.kid_subset_size = kid_subsets, kid_subset_size

@@ -19,10 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop.experiment import data
-from tf_fusedprop.experiment import downloads
-from tf_fusedprop.experiment import files
-from tf_fusedprop.experiment import metrics
+from tf_fusedprop.experiment import data, downloads, files, metrics
 
 __all__ = [
     "DigitsClassifier",
@@ -85,8 +82,8 @@ class DigitsClassifier:
 
     @staticmethod
     def _split(image_size):
-        from sklearn.model_selection import train_test_split  # Lazy, like data.digits_array.
         from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split  # Lazy, like data.digits_array.
 
         labels = load_digits().target
         return train_test_split(data.digits_array(image_size), labels, test_size=0.2, stratify=labels, random_state=0)

@@ -49,12 +49,7 @@ import tensorflow as tf
 
 from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import precision as fp_precision
-from tf_fusedprop.experiment import callbacks
-from tf_fusedprop.experiment import datasets
-from tf_fusedprop.experiment import distribution
-from tf_fusedprop.experiment import divergence
-from tf_fusedprop.experiment import files
-from tf_fusedprop.experiment import summaries
+from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files, summaries
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, json_values, schedule, validate
 from tf_fusedprop.gan import FusedPropGAN
@@ -149,8 +144,13 @@ def _train(config, spec, workdir, out, strategy, verbose, start):
         _print(fp_workdir.describe_learning_rate_change(workdir, rates_changed))
     try:
         gan.fit(
-            dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch,
-            callbacks=[divergence.DivergenceMonitor(checkpoint, out)] + run.all, verbose=verbose, shuffle=False,
+            dataset,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch,
+            initial_epoch=initial_epoch,
+            callbacks=[divergence.DivergenceMonitor(checkpoint, out)] + run.all,
+            verbose=verbose,
+            shuffle=False,
         )
     except divergence.TrainingDivergedError:
         run.writer.close()
@@ -177,13 +177,25 @@ def build_gan(config, precision=None):
     conditional = {} if config.num_classes is None else {"num_classes": config.num_classes}
     dtype = precision.layer_dtype
     try:
-        generator = g_fn(latent_dim=config.latent_dim, dtype=dtype, **g_data, **conditional, **config.generator.to_dict())
+        generator = g_fn(
+            latent_dim=config.latent_dim, dtype=dtype, **g_data, **conditional, **config.generator.to_dict()
+        )
         discriminator = d_fn(dtype=dtype, **d_data, **conditional, **config.discriminator.to_dict())
         gan = FusedPropGAN(
-            generator, discriminator, loss=config.loss, form=config.form, n_dis=config.n_dis,
-            iter_size=config.iter_size, seed=config.seed, num_classes=config.num_classes,
-            ema_decay=config.ema_decay, ema_start=config.ema_start, augment=config.augment or None,
-            r1_gamma=config.r1_gamma, gp_weight=config.gp_weight, reg_every=config.reg_every,
+            generator,
+            discriminator,
+            loss=config.loss,
+            form=config.form,
+            n_dis=config.n_dis,
+            iter_size=config.iter_size,
+            seed=config.seed,
+            num_classes=config.num_classes,
+            ema_decay=config.ema_decay,
+            ema_start=config.ema_start,
+            augment=config.augment or None,
+            r1_gamma=config.r1_gamma,
+            gp_weight=config.gp_weight,
+            reg_every=config.reg_every,
         )
     except ValueError as err:
         raise ConfigError(f"cannot build network {config.network!r}: {' '.join(str(err).split())}") from None
@@ -227,7 +239,9 @@ class _Callbacks:
         with writer.as_default():
             summaries.summary_text("config", f"```\n{json.dumps(json_values(config), indent=2)}\n```", step=step)
         throughput = callbacks.Throughput()
-        evaluation = callbacks.Evaluation(evaluator, every=config.eval_every, throughput=throughput) if evaluator else None
+        evaluation = (
+            callbacks.Evaluation(evaluator, every=config.eval_every, throughput=throughput) if evaluator else None
+        )
         latents, labels = datasets.grid_inputs(config)
         grid = callbacks.SampleGrid(
             latents, os.path.join(workdir, "samples"), render=spec.render(config), writer=writer, labels=labels
@@ -241,7 +255,10 @@ def _finish(config, gan, workdir, evaluator, run, initial_epoch, start, precisio
     metrics = {}
     if evaluator is not None:
         metrics = run.evaluation.last if run.evaluation.last is not None else evaluator(gan.sampling_generator)
-        metrics = {key: float(value) if isinstance(value, (float, np.floating)) else int(value) for key, value in metrics.items()}
+        metrics = {
+            key: float(value) if isinstance(value, (float, np.floating)) else int(value)
+            for key, value in metrics.items()
+        }
     generator_path = os.path.join(workdir, "generator")
     files.atomic_write(generator_path, gan.export_generator)
     run.writer.close()

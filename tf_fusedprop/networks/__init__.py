@@ -53,6 +53,4 @@ def get(name):
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"Unknown network. Received: name={name!r}. Valid names: {', '.join(names())}."
-        ) from None
+        raise ValueError(f"Unknown network. Received: name={name!r}. Valid names: {', '.join(names())}.") from None

@@ -43,8 +43,12 @@ class ConditionalBatchNormalization(keras.layers.Layer):
     def build(self, input_shape):
         features = input_shape[0][-1]
         self.normalize.build(input_shape[0])
-        self.gamma = keras.layers.Embedding(self.num_classes, features, embeddings_initializer="ones", dtype=self.dtype_policy)
-        self.beta = keras.layers.Embedding(self.num_classes, features, embeddings_initializer="zeros", dtype=self.dtype_policy)
+        self.gamma = keras.layers.Embedding(
+            self.num_classes, features, embeddings_initializer="ones", dtype=self.dtype_policy
+        )
+        self.beta = keras.layers.Embedding(
+            self.num_classes, features, embeddings_initializer="zeros", dtype=self.dtype_policy
+        )
         self.gamma.build(input_shape[1])
         self.beta.build(input_shape[1])
 
@@ -60,7 +64,12 @@ class ConditionalBatchNormalization(keras.layers.Layer):
         return input_shape[0]
 
     def get_config(self):
-        return {**super().get_config(), "num_classes": self.num_classes, "momentum": self.momentum, "epsilon": self.epsilon}
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "momentum": self.momentum,
+            "epsilon": self.epsilon,
+        }
 
 
 def projection_logits(features, labels, num_classes, spectral_norm, dtype=None):
@@ -78,7 +87,9 @@ def projection_logits(features, labels, num_classes, spectral_norm, dtype=None):
     """
     head_dtype = variable_dtype(dtype)
     unconditional = fp_layers.Dense(1, spectral_norm=spectral_norm, dtype=head_dtype)(features)
-    embedded = fp_layers.Embedding(num_classes, features.shape[-1], spectral_norm=spectral_norm, dtype=head_dtype)(labels)
+    embedded = fp_layers.Embedding(num_classes, features.shape[-1], spectral_norm=spectral_norm, dtype=head_dtype)(
+        labels
+    )
     projected = keras.layers.Dot(axes=1, dtype=head_dtype)([embedded, features])
     return keras.layers.Add(dtype=head_dtype)([unconditional, projected])
 

@@ -78,8 +78,12 @@ def cnn_discriminator(input_shape=(32, 32, 3), width=64, spectral_norm=True, dty
     labels = None if num_classes is None else labels_input()
     for kernel_size, strides, multiplier in _DISCRIMINATOR_CONVS:
         x = fp_layers.Conv2D(
-            multiplier * width, kernel_size, strides=strides, padding="same",
-            spectral_norm=spectral_norm, dtype=dtype,
+            multiplier * width,
+            kernel_size,
+            strides=strides,
+            padding="same",
+            spectral_norm=spectral_norm,
+            dtype=dtype,
         )(x)
         x = fp_layers.LeakyReLU(0.1, dtype=dtype)(x)
     x = keras.layers.Flatten(dtype=dtype)(x)

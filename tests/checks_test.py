@@ -1,0 +1,20 @@
+"""_checks: the package's one positive-int check and its one-line message."""
+
+import numpy as np
+
+from tests import testing_utils as tu
+from tf_fusedprop._checks import positive_int
+
+
+class PositiveIntTest(tu.TestCase):
+    def test_accepts_integers_from_one(self):
+        self.assertEqual(positive_int("n", 1), 1)
+        self.assertEqual(positive_int("n", np.int64(7)), 7)
+        self.assertIsInstance(positive_int("n", np.int64(7)), int)
+
+    def test_refuses_in_one_line_naming_the_argument(self):
+        for value in (0, -3, 2.0, True, "4", None):
+            with self.assertRaisesRegex(
+                ValueError, rf"^iter_size must be a positive integer. Received: iter_size={value!r}$"
+            ):
+                positive_int("iter_size", value)

@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import re
 import shlex
 
 import keras
@@ -61,8 +62,9 @@ class DivergenceMonitorTest(tu.TestCase):
             message,
             r"^training diverged at step 5: (D's|G's|D's and G's) (loss|losses) or gradients became non-finite "
             r"\(NaN or infinite\) with d_lr=1e\+30, g_lr=1e\+30; the last good checkpoint \(epoch 1, step 3\) is kept in "
-            + f"{directory}/backup; resume from it with a smaller learning rate: python train.py --workdir={directory} "
-            r"--config.d_lr=1e\+29 --config.g_lr=1e\+29$",
+            + re.escape(f"{directory}/backup; resume from it with a smaller learning rate: python train.py ")
+            + re.escape(shlex.quote(f"--workdir={directory}"))
+            + r" --config.d_lr=1e\+29 --config.g_lr=1e\+29$",
         )
         # No epoch-end callback ran for the diverged epoch: no checkpoint, no sample grid.
         self.assertEqual(

@@ -107,57 +107,103 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
 
 def _train(config, spec, workdir, out, strategy, verbose, start):
     """`train` once the run is known: restores from `workdir`, writes to `out` (`workdir` on the chief)."""
-    # Prepare: what bad input breaks (data, Inception module, workdir) fails before anything is written.
-    checkpoint = callbacks.BackupAndRestore(os.path.join(workdir, "backup"))
-    chief = out == workdir
-    make_evaluator = spec.evaluator(config) if config.eval_samples and chief else None
-    dataset = distribution.shard_by_data(spec.pipeline(config, _data_seed(config, checkpoint.metadata())))
-    fp_workdir.make_workdir(out, config)
-    rates_changed = fp_workdir.record_learning_rates(workdir, config, checkpoint.metadata()) if chief else None
-    evaluator = make_evaluator(config.cache_dir or os.path.join(workdir, "cache"), _print) if make_evaluator else None
+    run = _Run.prepare(config, spec, workdir, out)
+    gan, precision, initial_epoch = _build(config, strategy, run.checkpoint)
+    hooks = _Callbacks.create(config, spec, out, run.evaluator, run.output_checkpoint, initial_epoch)
+    _announce(config, strategy, precision, run, gan, initial_epoch)
+    _fit(config, gan, run, hooks, initial_epoch, verbose)
+    return _finish(
+        config, gan, out, run.evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
+    )
 
-    # Build: the GAN, restored from the last checkpoint, and the callbacks.
+
+@dataclasses.dataclass
+class _Run:
+    """What a run needs before its model exists; what bad input breaks (data, Inception module,
+    workdir) fails here, before anything is written.
+
+    Attributes:
+      workdir, out: the run's directory and where this process writes (`workdir` on the chief).
+      checkpoint: the workdir's checkpoints (restored from); `output_checkpoint` is where this
+        process saves (the chief: the same; other workers: under `out`).
+      dataset: the training pipeline, sharded over the strategy's workers.
+      evaluator: the dataset's evaluator (on the chief, when `eval_samples`), or None.
+      rates_changed: the learning-rate change a rerun made (`workdir.record_learning_rates`).
+    """
+
+    workdir: str
+    out: str
+    checkpoint: callbacks.BackupAndRestore
+    output_checkpoint: callbacks.BackupAndRestore
+    dataset: object
+    evaluator: object
+    rates_changed: object
+
+    @property
+    def chief(self):
+        return self.out == self.workdir
+
+    @classmethod
+    def prepare(cls, config, spec, workdir, out):
+        checkpoint = callbacks.BackupAndRestore(os.path.join(workdir, "backup"))
+        chief = out == workdir
+        make_evaluator = spec.evaluator(config) if config.eval_samples and chief else None
+        dataset = distribution.shard_by_data(spec.pipeline(config, _data_seed(config, checkpoint.metadata())))
+        fp_workdir.make_workdir(out, config)
+        rates_changed = fp_workdir.record_learning_rates(workdir, config, checkpoint.metadata()) if chief else None
+        evaluator = (
+            make_evaluator(config.cache_dir or os.path.join(workdir, "cache"), _print) if make_evaluator else None
+        )
+        # Other workers run the chief's callbacks (the same variable reads), writing under `out`.
+        output_checkpoint = checkpoint if chief else callbacks.BackupAndRestore(os.path.join(out, "backup"))
+        return cls(workdir, out, checkpoint, output_checkpoint, dataset, evaluator, rates_changed)
+
+
+def _build(config, strategy, checkpoint):
+    """`(gan, precision, initial_epoch)`: the GAN built in the strategy's scope and restored."""
     precision = fp_precision.choose(config.mixed_precision)
-    _print(distribution.describe(strategy))
-    _print(f"precision: {precision.policy} ({precision.reason})")
-    if not chief:
-        _print(f"Not the chief: this worker writes to {out} (deleted at the end); the chief writes {workdir}.")
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
         gan = distribution.fit_under(build_gan(config, precision), strategy, log=_print)
     initial_epoch = checkpoint.restore(gan)
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
     gan.d_optimizer.learning_rate, gan.g_optimizer.learning_rate = config.d_lr, config.g_lr
-    epochs, steps_per_epoch = schedule(config)
-    if not chief:  # Other workers run the chief's callbacks (the same variable reads), writing to `out`.
-        checkpoint = callbacks.BackupAndRestore(os.path.join(out, "backup"))
-    run = _Callbacks.create(config, spec, out, evaluator, checkpoint, initial_epoch * steps_per_epoch)
+    return gan, precision, initial_epoch
 
-    # Fit.
+
+def _announce(config, strategy, precision, run, gan, initial_epoch):
+    """Prints what is about to be trained, where, how, and from which epoch."""
+    epochs, steps_per_epoch = schedule(config)
+    _print(distribution.describe(strategy))
+    _print(f"precision: {precision.policy} ({precision.reason})")
+    if not run.chief:
+        _print(f"Not the chief: this worker writes to {run.out} (deleted at the end); the chief writes {run.workdir}.")
     _print(
         f"{config.name}: {config.dataset}, network {config.network}, loss {config.loss}, form {config.form}, "
-        f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}; workdir {workdir}"
+        f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}; workdir {run.workdir}"
     )
     if initial_epoch:
         _print(f"Resuming from epoch {initial_epoch}/{epochs} ({int(gan.g_optimizer.iterations.numpy())} steps done).")
-    if rates_changed:
-        _print(fp_workdir.describe_learning_rate_change(workdir, rates_changed))
+    if run.rates_changed:
+        _print(fp_workdir.describe_learning_rate_change(run.workdir, run.rates_changed))
+
+
+def _fit(config, gan, run, hooks, initial_epoch, verbose):
+    """`gan.fit` over the config's epochs; a divergence stops it (`divergence.TrainingDivergedError`)."""
+    epochs, steps_per_epoch = schedule(config)
     try:
         gan.fit(
-            dataset,
+            run.dataset,
             epochs=epochs,
             steps_per_epoch=steps_per_epoch,
             initial_epoch=initial_epoch,
-            callbacks=[divergence.DivergenceMonitor(checkpoint, out)] + run.all,
+            callbacks=[divergence.DivergenceMonitor(run.output_checkpoint, run.out)] + hooks.all,
             verbose=verbose,
             shuffle=False,
         )
     except divergence.TrainingDivergedError:
-        run.writer.close()
+        hooks.writer.close()
         raise
-
-    # Finish: the last metrics, G exported, summary.json.
-    return _finish(config, gan, out, evaluator, run, initial_epoch, start, precision, distribution.facts(strategy))
 
 
 def build_gan(config, precision=None):
@@ -234,7 +280,8 @@ class _Callbacks:
     all: list
 
     @classmethod
-    def create(cls, config, spec, workdir, evaluator, checkpoint, step):
+    def create(cls, config, spec, workdir, evaluator, checkpoint, initial_epoch):
+        step = initial_epoch * schedule(config)[1]
         writer = tf.summary.create_file_writer(os.path.join(workdir, "logs"))
         with writer.as_default():
             summaries.summary_text("config", f"```\n{json.dumps(json_values(config), indent=2)}\n```", step=step)

@@ -2,8 +2,10 @@
 
     python examples/fused_gradients.py
 
-Prints, per (loss, form), the largest gradient difference to the two-pass reference,
-relative to the largest gradient, in float32 and float64.
+Prints, per (loss, form), the largest gradient difference to the two-pass reference
+(`form="simultaneous"` with the same options), relative to the largest gradient, in float32
+and float64: plain, and with everything a step can add at once (class labels through a
+conditional G and a projection D, DiffAugment, R1 and WGAN-GP penalties).
 """
 
 import os
@@ -15,6 +17,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tf_fusedprop as fp  # noqa: E402
+from tf_fusedprop import networks  # noqa: E402
+from tf_fusedprop.augment import DiffAugment  # noqa: E402
 
 
 def make_pair(dtype):
@@ -41,30 +45,53 @@ def make_pair(dtype):
     return generator, discriminator
 
 
+def make_conditional_pair(dtype):
+    """The digits networks at 8x8: class-conditional BatchNorm in G, a projection D."""
+    keras.utils.set_random_seed(0)
+    size = dict(image_size=8, width=8, num_classes=4, dtype=None if dtype == "float32" else dtype)
+    return networks.digits_generator(latent_dim=8, **size), networks.digits_discriminator(**size)
+
+
+def relative_difference(generator, discriminator, loss, form, dtype, everything):
+    rng = np.random.default_rng(1)
+    channels = 1 if everything else 3
+    real = tf.constant(rng.uniform(-1, 1, (16, 8, 8, channels)), dtype)
+    z = tf.constant(rng.normal(size=(16, 8)), dtype)
+    options = {}
+    if everything:
+        labels = tf.constant(rng.integers(0, 4, (2, 16)), tf.int32)
+        options = dict(
+            real_labels=labels[0],
+            fake_labels=labels[1],
+            seed=[1, 2],
+            augment=DiffAugment("color,translation,cutout").bind(tf.constant([3, 4], tf.int64)),
+            regularizers=(fp.regularizers.R1(1.0), fp.regularizers.GradientPenalty(10.0)),
+        )
+    state = [v.numpy() for v in discriminator.non_trainable_variables]
+    reference = fp.compute_gradients(generator, discriminator, real, z, loss, "simultaneous", **options)
+    for v, s in zip(discriminator.non_trainable_variables, state):
+        v.assign(s)
+    fused = fp.compute_gradients(generator, discriminator, real, z, loss, form, **options)
+    expected = list(reference[0]) + list(reference[1])
+    scale = max(float(tf.reduce_max(tf.abs(g))) for g in expected)
+    diff = max(float(tf.reduce_max(tf.abs(a - b))) for a, b in zip(list(fused[0]) + list(fused[1]), expected))
+    return diff / scale
+
+
 def main():
-    print(f"{'loss':<14} {'form':<9} {'float32':>10} {'float64':>10}")
+    print(
+        f"{'loss':<14} {'form':<9} {'float32':>10} {'float64':>10}   with labels, DiffAugment, R1, GP: {'float32':>8} {'float64':>8}"
+    )
     for loss in fp.losses.names():
         for form in ("fused", "inverse", "adaptive"):
             if not fp.steps.supports(loss, form):
                 continue
             row = []
-            for dtype in ("float32", "float64"):
-                generator, discriminator = make_pair(dtype)
-                rng = np.random.default_rng(1)
-                real = tf.constant(rng.uniform(-1, 1, (16, 8, 8, 3)), dtype)
-                z = tf.constant(rng.normal(size=(16, 8)), dtype)
-                state = [v.numpy() for v in discriminator.non_trainable_variables]
-                reference = fp.compute_gradients(generator, discriminator, real, z, loss, "simultaneous")
-                for v, s in zip(discriminator.non_trainable_variables, state):
-                    v.assign(s)
-                fused = fp.compute_gradients(generator, discriminator, real, z, loss, form)
-                expected = list(reference[0]) + list(reference[1])
-                scale = max(float(tf.reduce_max(tf.abs(g))) for g in expected)
-                diff = max(
-                    float(tf.reduce_max(tf.abs(a - b))) for a, b in zip(list(fused[0]) + list(fused[1]), expected)
-                )
-                row.append(diff / scale)
-            print(f"{loss:<14} {form:<9} {row[0]:>10.1e} {row[1]:>10.1e}")
+            for everything, make in ((False, make_pair), (True, make_conditional_pair)):
+                for dtype in ("float32", "float64"):
+                    generator, discriminator = make(dtype)
+                    row.append(relative_difference(generator, discriminator, loss, form, dtype, everything))
+            print(f"{loss:<14} {form:<9} {row[0]:>10.1e} {row[1]:>10.1e}   {'':>34} {row[2]:>8.1e} {row[3]:>8.1e}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from configs import base
 
 
 def get_config():
-    """Nonsaturating loss, form fused, DCGAN-style nets of width 32 (D spectrally normalized)."""
+    """Nonsaturating loss, form fused, DCGAN-style nets of width 32 (D spectrally normalized),
+    an EMA generator (decay 0.999) for samples, evaluation and export."""
     config = base.get_base_config()
     config.name = "digits"
     config.dataset = "digits"
@@ -27,4 +28,7 @@ def get_config():
     config.g_lr = 2e-4
     config.eval_samples = 1_797
     config.grid_samples = 100
+    # Sample, evaluate and export an EMA of G: without it the last epochs' FID oscillates,
+    # with every form (3 seeds of fused: FID 7.9 +- 4.3 without, 4.7 +- 0.2 with; benchmarks/quality.py).
+    config.ema_decay = 0.999
     return config

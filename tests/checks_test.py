@@ -1,9 +1,11 @@
-"""_checks: the package's one positive-int check and its one-line message."""
+"""_checks: the package's shared argument checks and their one-line messages."""
+
+import re
 
 import numpy as np
 
 from tests import testing_utils as tu
-from tf_fusedprop._checks import positive_int
+from tf_fusedprop._checks import positive_int, registered
 
 
 class PositiveIntTest(tu.TestCase):
@@ -18,3 +20,14 @@ class PositiveIntTest(tu.TestCase):
                 ValueError, rf"^iter_size must be a positive integer. Received: iter_size={value!r}$"
             ):
                 positive_int("iter_size", value)
+
+
+class RegisteredTest(tu.TestCase):
+    def test_returns_the_entry_or_lists_the_valid_names_in_one_line(self):
+        registry = {"b": 2, "a": 1}
+        self.assertEqual(registered(registry, "thing", "a"), 1)
+        for name in ("c", None, ["a"]):
+            with self.assertRaisesRegex(
+                ValueError, "^" + re.escape(f"Unknown thing. Received: name={name!r}. Valid names: b, a.") + "$"
+            ):
+                registered(registry, "thing", name)

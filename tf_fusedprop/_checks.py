@@ -2,7 +2,7 @@
 
 import numbers
 
-__all__ = ["positive_int"]
+__all__ = ["positive_int", "registered"]
 
 
 def positive_int(name, value):
@@ -10,3 +10,12 @@ def positive_int(name, value):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
     return int(value)
+
+
+def registered(registry, kind, name):
+    """Returns `registry[name]`; raises ValueError listing the valid names (in the registry's order) otherwise."""
+    try:
+        return registry[name]
+    except (KeyError, TypeError):
+        valid = ", ".join(registry)
+        raise ValueError(f"Unknown {kind}. Received: name={name!r}. Valid names: {valid}.") from None

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from tf_fusedprop import _checks
 from tf_fusedprop.experiment import data, evaluators, features, images
 
 __all__ = ["NETWORK_INPUTS", "DatasetSpec", "NetworkInputs", "get", "grid_inputs", "names", "network_inputs"]
@@ -215,7 +216,7 @@ def _mixture(name):
 RING8 = _mixture("ring8")
 GRID25 = _mixture("grid25")
 
-_REGISTRY = {spec.name: spec for spec in (DIGITS, CIFAR10, RING8, GRID25)}
+_REGISTRY = {spec.name: spec for spec in sorted((DIGITS, CIFAR10, RING8, GRID25), key=lambda spec: spec.name)}
 
 
 def names():
@@ -229,10 +230,7 @@ def get(name):
     Raises:
       ValueError: for an unknown name; the message lists the valid names.
     """
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"Unknown dataset. Received: name={name!r}. Valid names: {', '.join(names())}.") from None
+    return _checks.registered(_REGISTRY, "dataset", name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ built only from `tf_fusedprop.layers` Conv2D/Dense with no normalization layers,
 training form applies to them.
 """
 
+from tf_fusedprop import _checks
 from tf_fusedprop.networks.dtypes import variable_dtype
 from tf_fusedprop.networks.resnet import GlobalSumPooling2D, resnet_discriminator, resnet_generator
 from tf_fusedprop.networks.small import digits_discriminator, digits_generator, mlp_discriminator, mlp_generator
@@ -50,7 +51,4 @@ def get(name):
     Raises:
       ValueError: for an unknown name; the message lists the valid names.
     """
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"Unknown network. Received: name={name!r}. Valid names: {', '.join(names())}.") from None
+    return _checks.registered(_REGISTRY, "network", name)

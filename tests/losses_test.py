@@ -5,6 +5,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
+from tests import tfgan_oracle
 from tf_fusedprop import losses
 
 Y = np.array([-3.0, -1.5, -0.7, -0.2, 0.3, 0.8, 1.7, 4.0])
@@ -81,6 +82,62 @@ class LossTest(tu.TestCase):
         self.assertIs(losses.get(losses.get("hinge")), losses.get("hinge"))
         with self.assertRaisesRegex(ValueError, r"Received: loss='lsgan'\. Valid names: minimax, nonsaturating"):
             losses.get("lsgan")
+
+
+# TF-GAN's functions for each loss: (D's loss on (real, fake), G's loss on fake, our objective =
+# scale * theirs + offset). Their least-squares losses carry a 1/2 ours do not, their minimax G loss
+# is minus their D loss with real logits fixed at 1 (offset softplus(-1)), and their default label
+# smoothing (0.25 on D's real term) is turned off.
+def _tfgan_losses(impl):
+    no_smoothing = {"label_smoothing": 0.0}
+    return {
+        "minimax": (
+            lambda r, f: impl.minimax_discriminator_loss(r, f, **no_smoothing),
+            lambda f: impl.minimax_generator_loss(f, **no_smoothing),
+            1.0,
+            float(softplus(-1.0)),
+        ),
+        "nonsaturating": (
+            lambda r, f: impl.modified_discriminator_loss(r, f, **no_smoothing),
+            lambda f: impl.modified_generator_loss(f, **no_smoothing),
+            1.0,
+            0.0,
+        ),
+        "wasserstein": (impl.wasserstein_discriminator_loss, impl.wasserstein_generator_loss, 1.0, 0.0),
+        "least_squares": (impl.least_squares_discriminator_loss, impl.least_squares_generator_loss, 2.0, 0.0),
+        "hinge": (impl.wasserstein_hinge_discriminator_loss, impl.wasserstein_generator_loss, 1.0, 0.0),
+    }
+
+
+class TFGANOracleTest(tu.TestCase):
+    """Our losses and factors against TF-GAN's independent implementation (tests/tfgan_oracle.py)."""
+
+    def setUp(self):
+        super().setUp()
+        impl, reason = tfgan_oracle.load("python.losses.losses_impl")
+        if impl is None:
+            self.skipTest(reason)
+        self.tfgan = _tfgan_losses(impl)
+        self.real = tf.constant(Y[::-1].copy(), tf.float32)
+        self.fake = tf.constant(Y, tf.float32)
+
+    @parameterized.parameters(*losses.names())
+    def test_objectives_equal_tfgan_losses(self, name):
+        loss, (d_loss, g_loss, scale, offset) = losses.get(name), self.tfgan[name]
+        ours_d = tf.reduce_mean(loss.d_real(self.real)) + tf.reduce_mean(loss.d_fake(self.fake))
+        self.assertAllClose(ours_d, scale * d_loss(self.real, self.fake), rtol=1e-6, atol=1e-6)
+        self.assertAllClose(tf.reduce_mean(loss.g(self.fake)), scale * g_loss(self.fake) + offset, rtol=1e-6, atol=1e-6)
+
+    @parameterized.parameters(*losses.names())
+    def test_factors_are_ratios_of_tfgan_gradients(self, name):
+        loss, (d_loss, g_loss, _, _) = losses.get(name), self.tfgan[name]
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(self.fake)
+            d_value, g_value = d_loss(self.real, self.fake), g_loss(self.fake)
+        d_grad, g_grad = tape.gradient(d_value, self.fake), tape.gradient(g_value, self.fake)
+        self.assertAllClose(loss.lambda_inv(self.fake), d_grad / g_grad, rtol=1e-5)
+        if name != "hinge":  # Hinge has no lambda: D's fake gradient vanishes below y = -1.
+            self.assertAllClose(loss.lambda_(self.fake), g_grad / d_grad, rtol=1e-5)
 
 
 if __name__ == "__main__":

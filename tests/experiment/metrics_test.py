@@ -1,4 +1,4 @@
-"""metrics: FID/IS/KID against closed forms and hand computations, mode coverage; numpy only."""
+"""metrics: FID/IS/KID against closed forms, hand computations and TF-GAN, mode coverage; numpy only."""
 
 import math
 import os
@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
+from tests import tfgan_oracle
 from tf_fusedprop.experiment import data, metrics
 
 
@@ -181,6 +182,36 @@ CENTERS, STD = data.mixture_spec("ring8")
 
 def samples_at(modes, per_mode, rng, std=STD):
     return np.concatenate([CENTERS[m] + std * rng.normal(size=(per_mode, 2)) for m in modes])
+
+
+class TFGANOracleTest(tu.TestCase):
+    """FID, KID and IS against TF-GAN's independent implementation (tests/tfgan_oracle.py)."""
+
+    def setUp(self):
+        super().setUp()
+        self.tfgan, reason = tfgan_oracle.load("python.eval.classifier_metrics")
+        if self.tfgan is None:
+            self.skipTest(reason)
+        rng = np.random.default_rng(0)
+        self.a = rng.normal(size=(300, 8))
+        self.b = rng.normal(0.3, 1.5, size=(300, 8)) @ rng.normal(size=(8, 8))
+
+    def test_fid(self):
+        theirs = self.tfgan.frechet_classifier_distance_from_activations(self.a, self.b)
+        self.assertAllClose(metrics.frechet_distance_from_activations(self.a, self.b), theirs, rtol=1e-6)
+
+    def test_kid_on_the_whole_sets(self):
+        # One subset of every row against TF-GAN's one block: both are the full-set unbiased MMD^2.
+        ours, _ = metrics.kernel_inception_distance(self.a, self.b, num_subsets=1, subset_size=len(self.a))
+        theirs, _ = self.tfgan.kernel_classifier_distance_and_std_from_activations(
+            tf.constant(self.a), tf.constant(self.b), max_block_size=1024
+        )
+        self.assertAllClose(ours, theirs, rtol=1e-6)
+
+    def test_inception_score_in_one_split(self):
+        logits = np.random.default_rng(1).normal(scale=3.0, size=(200, 10))
+        theirs = self.tfgan.classifier_score_from_logits(tf.constant(logits, tf.float32))
+        self.assertAllClose(metrics.inception_score(logits, splits=1)[0], theirs, rtol=1e-5)
 
 
 class ModeCoverageTest(tu.TestCase):

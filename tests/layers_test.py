@@ -97,9 +97,11 @@ discriminator = keras.Sequential([
     keras.Input(tu.IMAGE), layers.Conv2D(4, 3, strides=2, padding="same"), {activation}(0.1),
     layers.Conv2D(4, 3, padding="same"), {activation}(0.1), keras.layers.Flatten(), layers.Dense(1),
 ])
-gan = fp.FusedPropGAN(tu.tiny_generator(), discriminator, form="fused", seed=0)
-gan.compile(d_optimizer="adam", g_optimizer="adam")
-tf.function(gan.train_step)(tf.random.uniform((8,) + tu.IMAGE, -1, 1))
+# Plain, and with the penalties that differentiate D twice (R1, WGAN-GP).
+for penalty in ({{}}, {{"r1_gamma": 1.0}}, {{"gp_weight": 10.0}}):
+    gan = fp.FusedPropGAN(tu.tiny_generator(), discriminator, form="fused", seed=0, **penalty)
+    gan.compile(d_optimizer="adam", g_optimizer="adam")
+    tf.function(gan.train_step)(tf.random.uniform((8,) + tu.IMAGE, -1, 1))
 """
 
 DILATED_SCRIPT = """
@@ -251,10 +253,25 @@ class LeakyReLUTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, "negative_slope > 0"):
             layers.LeakyReLU(0.0)
 
+    def test_same_second_derivatives_as_keras(self):
+        # R1 and WGAN-GP differentiate D's input gradient again.
+        x = tf.constant([[-2.0, -0.5, 0.3, 3.0], [1.5, -7.0, 2.0, 0.5]])
+        v = tf.Variable(tf.random.normal([4]))
+        penalties = []
+        for activation in (layers.LeakyReLU(0.2), keras.layers.LeakyReLU(0.2)):
+            with tf.GradientTape() as outer:
+                with tf.GradientTape() as inner:
+                    inner.watch(x)
+                    y = tf.reduce_sum(activation(x * v) ** 2)
+                penalty = tf.reduce_sum(inner.gradient(y, x) ** 2)
+            penalties.append((penalty, outer.gradient(penalty, v)))
+        self.assertAllClose(penalties[0][0], penalties[1][0])
+        self.assertAllClose(penalties[0][1], penalties[1][1])
+
     def test_grappler_remapper_does_not_fail_on_the_training_graph(self):
-        # keras.layers.LeakyReLU after a conv makes Grappler's remapper fail (and drop all its
-        # fusions) on a training graph: TF logs "remapper failed ... LeakyReluGrad". Run a
-        # fused step in a fresh process and read TF's log.
+        # keras.layers.LeakyReLU after a conv makes Grappler's remapper fail on a training graph
+        # (the activation stays unfused): TF logs "remapper failed ... LeakyReluGrad". Run fused
+        # steps (plain, R1, WGAN-GP) in a fresh process and read TF's log.
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_ENABLE_ONEDNN_OPTS": "1"}
         result = subprocess.run(
             [sys.executable, "-c", REMAPPER_SCRIPT.format(activation="layers.LeakyReLU")],

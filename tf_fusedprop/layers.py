@@ -192,8 +192,11 @@ def _leaky_relu(x, negative_slope):
         y = tf.nn.leaky_relu(value, negative_slope)
 
         def grad(upstream):
-            # With a positive slope, y > 0 exactly where x > 0: the mask can come from y.
-            return tf.raw_ops.LeakyReluGrad(gradients=upstream, features=y, alpha=negative_slope)
+            # With a positive slope, y > 0 exactly where x > 0: the mask can come from y. It is a
+            # constant of the gradient (piecewise constant in x): differentiated again (R1, GP), the
+            # mask must not lead back through TF's own LeakyRelu gradient, which reads the BiasAdd.
+            mask_source = tf.stop_gradient(y)
+            return tf.raw_ops.LeakyReluGrad(gradients=upstream, features=mask_source, alpha=negative_slope)
 
         return y, grad
 

@@ -7,8 +7,9 @@ built model), at D's batch in a fused step (64 real + 64 fake), times the three 
 training step runs, each in its own `tf.function` with oneDNN: the forward convolution (+ bias,
 LeakyReLU), the input gradient (`dX`) and the weight gradient (`dW`, + bias gradient), in
 float32 and in bfloat16, and the weight gradient computed in float32 from bfloat16 tensors (the
-casts included; its float32 column repeats dW's float32 time, for comparison). Medians over `--reps` calls after two warm-up calls. It shows where bfloat16
-pays on this CPU and where it does not: the header gives the CPU and its flags.
+casts included; its float32 column repeats dW's float32 time, for comparison). Medians over
+`--reps` calls after two warm-up calls. It shows where bfloat16 pays on this CPU and where it
+does not: the header gives the CPU and its flags.
 """
 
 import statistics

@@ -175,6 +175,14 @@ def scaled_dense(inputs, kernel, bias, factor):
     return _dense(*_as_tensors(inputs, kernel, bias))
 
 
+def _conv2d_gradients(x, w, upstream, scaled, strides4, padding, dilations4):
+    """TensorFlow's own input gradient of `upstream` and kernel gradient of `scaled`."""
+    options = {"strides": strides4, "padding": padding, "dilations": dilations4}
+    dx = tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.shape(x), filter=w, out_backprop=upstream, **options)
+    dw = tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=tf.shape(w), out_backprop=scaled, **options)
+    return dx, dw
+
+
 def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
     """NHWC 2-D convolution (+ bias) whose kernel/bias gradients use the per-sample scaled upstream.
 
@@ -202,23 +210,7 @@ def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
                 tape.watch([x, w])
                 y = convolve(x, w)  # pruned in graph mode: the gradients need x and w only
             return tape.gradient(y, x, output_gradients=upstream), tape.gradient(y, w, output_gradients=scaled)
-        dx = tf.raw_ops.Conv2DBackpropInput(
-            input_sizes=tf.shape(x),
-            filter=w,
-            out_backprop=upstream,
-            strides=strides4,
-            padding=padding,
-            dilations=dilations4,
-        )
-        dw = tf.raw_ops.Conv2DBackpropFilter(
-            input=x,
-            filter_sizes=tf.shape(w),
-            out_backprop=scaled,
-            strides=strides4,
-            padding=padding,
-            dilations=dilations4,
-        )
-        return dx, dw
+        return _conv2d_gradients(x, w, upstream, scaled, strides4, padding, dilations4)
 
     @tf.custom_gradient
     def _conv(x, w, *b):

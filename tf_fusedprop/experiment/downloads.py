@@ -150,6 +150,23 @@ def _saved_model_root(directory):
     return found[0] if len(found) == 1 else None
 
 
+def _extract_saved_model(response, source, work, module_dir):
+    """Saves the archive of `response` under `work`, extracts it and moves its SavedModel to
+    `module_dir` (atomically)."""
+    archive = os.path.join(work, "module.tar.gz")
+    _save(response, source, archive)
+    extracted = os.path.join(work, "module")
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            tar.extractall(extracted, filter="data")
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise DownloadError(f"{source} is not a .tar.gz archive ({_reason(err)})") from None
+    root = _saved_model_root(extracted)
+    if root is None:
+        raise DownloadError(f"the archive at {source} holds no SavedModel (saved_model.pb) at its root")
+    files.atomic_write(module_dir, lambda tmp: os.rename(root, tmp))
+
+
 def cached_saved_model(url, cache_dir=None, timeout=None, log=None):
     """The local directory of the SavedModel at `url`, downloaded and extracted on first use.
 
@@ -189,18 +206,7 @@ def cached_saved_model(url, cache_dir=None, timeout=None, log=None):
     if log is not None:
         log(f"Downloading {source} into {module_dir} (once) ...")
     try:
-        archive = os.path.join(work, "module.tar.gz")
-        _save(response, source, archive)
-        extracted = os.path.join(work, "module")
-        try:
-            with tarfile.open(archive, "r:*") as tar:
-                tar.extractall(extracted, filter="data")
-        except (tarfile.TarError, OSError, EOFError) as err:
-            raise DownloadError(f"{source} is not a .tar.gz archive ({_reason(err)})") from None
-        root = _saved_model_root(extracted)
-        if root is None:
-            raise DownloadError(f"the archive at {source} holds no SavedModel (saved_model.pb) at its root")
-        files.atomic_write(module_dir, lambda tmp: os.rename(root, tmp))
+        _extract_saved_model(response, source, work, module_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return module_dir

@@ -22,7 +22,7 @@ A variant is a `+`-joined set of levers:
 | `xla` | `jit_compile=True` for the step |
 | `calls=K` | K training steps per `tf.function` call (as `steps_per_execution=K` in `fit`) |
 | `keras_leaky_relu` | D built with `keras.layers.LeakyReLU` instead of `tf_fusedprop.layers.LeakyReLU` (whose gradient keeps Grappler's Conv/MatMul+BiasAdd+LeakyRelu fusion) |
-| `r1`, `r1_lazy`, `gp`, `augment`, `ema` | what a feature costs: R1 (gamma 1) every step or every 16th (`reg_every=16`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999) |
+| `r1`, `r1_lazy`, `gp`, `augment`, `ema` | what a feature costs: R1 (gamma 1) every step or every 16th (`R1(1.0, every=16)`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999) |
 
 e.g. `--variants=float32,keras_leaky_relu,mixed_bfloat16,mixed_bfloat16+xla`. The header
 gives the CPU, its flags, TensorFlow and oneDNN; a last line prints everything as JSON.
@@ -78,11 +78,10 @@ class PaperStyleAlternatingGAN(fp.FusedPropGAN):
         ]
 
     def train_step(self, real):
-        n = tf.shape(real)[0]
-        d = fp.steps.discriminator_step(self.generator, self.discriminator, real, self.sample_latents(n), self.gan_loss)
+        d = fp.steps.discriminator_step(self.generator, self.discriminator, self.sampler.batch(real), self.gan_loss)
         self.d_optimizer.apply_gradients(zip(d.d_grads, self.discriminator.trainable_variables))
         g = fp.steps.generator_step(
-            self.generator, self.discriminator, self.sample_latents(n), self.gan_loss, discriminator_gradients=True
+            self.generator, self.discriminator, self.sampler.batch(real), self.gan_loss, discriminator_gradients=True
         )
         for buffer, grad in zip(self._unused_d_grads, g.d_grads):
             buffer.assign(grad)
@@ -90,26 +89,36 @@ class PaperStyleAlternatingGAN(fp.FusedPropGAN):
         return {"d_loss": d.d_loss, "g_loss": g.g_loss}
 
 
-#: The FusedPropGAN arguments of the feature levers.
+#: The FusedPropGAN arguments of the feature levers (functions: each GAN gets its own objects).
 FEATURES = {
-    "r1": {"r1_gamma": 1.0},
-    "r1_lazy": {"r1_gamma": 1.0, "reg_every": 16},
-    "gp": {"gp_weight": 10.0},
-    "augment": {"augment": "color,translation,cutout"},
-    "ema": {"ema_decay": 0.999},
+    "r1": lambda: {"regularizers": [fp.R1(1.0)]},
+    "r1_lazy": lambda: {"regularizers": [fp.R1(1.0, every=16)]},
+    "gp": lambda: {"regularizers": [fp.GradientPenalty(10.0)]},
+    "augment": lambda: {"augment": fp.DiffAugment("color,translation,cutout")},
+    "ema": lambda: {"ema": fp.EMA(0.999)},
 }
+
+
+def feature_arguments(levers):
+    """The FusedPropGAN arguments of the feature `levers` (names of FEATURES): fresh objects,
+    the regularizers of all of them together."""
+    arguments = {"regularizers": []}
+    for lever in levers:
+        for key, value in FEATURES[lever]().items():
+            arguments[key] = arguments[key] + value if key == "regularizers" else value
+    return arguments
 
 
 def parse_variant(variant):
     """`{"precision", "xla", "calls", "keras_leaky_relu", "features"}` of a `+`-joined variant string."""
-    levers = {"precision": "float32", "xla": False, "calls": 1, "keras_leaky_relu": False, "features": {}}
+    levers = {"precision": "float32", "xla": False, "calls": 1, "keras_leaky_relu": False, "features": []}
     for lever in filter(None, variant.split("+")):
         if lever in PRECISIONS:
             levers["precision"] = lever
         elif lever in ("xla", "keras_leaky_relu"):
             levers[lever] = True
         elif lever in FEATURES:
-            levers["features"].update(FEATURES[lever])
+            levers["features"].append(lever)
         elif lever.startswith("calls="):
             levers["calls"] = int(lever.split("=", 1)[1])
         else:
@@ -131,7 +140,8 @@ def build_step(form, variant, real):
     if form == "alternating_paper":
         gan = PaperStyleAlternatingGAN(generator, discriminator, loss="nonsaturating", seed=0)
     else:
-        gan = fp.FusedPropGAN(generator, discriminator, loss="nonsaturating", form=form, seed=0, **levers["features"])
+        features = feature_arguments(levers["features"])
+        gan = fp.FusedPropGAN(generator, discriminator, loss="nonsaturating", form=form, seed=0, **features)
 
     def adam():
         optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999)

@@ -13,7 +13,7 @@ def get_base_config():
     | network | `tf_fusedprop.networks` name: digits, sngan_cnn, sngan_resnet, mlp |
     | generator, discriminator | extra keyword arguments of the network builders (widths...) |
     | latent_dim | size of z |
-    | loss, form | a loss of `tf_fusedprop.losses` and a training form (FORMS) |
+    | loss, form | a loss of `tf_fusedprop.losses` and a training form (`tf_fusedprop.forms.FORMS`) |
     | n_dis | D updates per G update (form=alternating only) |
     | iter_size | micro-batches per update (gradient accumulation) |
     | batch_size | real samples per update (split into iter_size micro-batches) |
@@ -29,9 +29,13 @@ def get_base_config():
     | jit_compile | compile the train step with XLA |
     | steps_per_execution | train steps per call of the compiled train function |
     | num_classes | None, or the dataset's classes for a class-conditional GAN |
-    | ema_decay, ema_start | None (off) or the decay of the generator's EMA (e.g. 0.999); G updates before it starts |
-    | augment | DiffAugment policies, e.g. "translation,cutout,color"; "" for none |
-    | r1_gamma, gp_weight, reg_every | R1 and WGAN-GP penalty weights (0: off); D updates between penalties (lazy) |
+    | ema.decay, ema.start | `tf_fusedprop.EMA(decay, start)`: decay None (off) or e.g. 0.999; G updates before it starts |
+    | augment | `tf_fusedprop.DiffAugment` policies, e.g. "translation,cutout,color"; "" for none |
+    | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
+    | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
+
+    The sub-dicts `ema`, `r1` and `gp` are the keyword arguments of the objects they configure
+    (`tf_fusedprop.experiment.config.gan_arguments`), which check them.
     """
     config = config_dict.ConfigDict()
     config.name = "base"
@@ -60,12 +64,10 @@ def get_base_config():
     config.jit_compile = False
     config.steps_per_execution = 1
     config.num_classes = config_dict.placeholder(int)
-    config.ema_decay = config_dict.placeholder(float)
-    config.ema_start = 0
+    config.ema = config_dict.ConfigDict({"decay": config_dict.placeholder(float), "start": 0})
     config.augment = ""
-    config.r1_gamma = 0.0
-    config.gp_weight = 0.0
-    config.reg_every = 1
+    config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
+    config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})
     return config
 
 

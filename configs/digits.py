@@ -30,5 +30,5 @@ def get_config():
     config.grid_samples = 100
     # Sample, evaluate and export an EMA of G: without it the last epochs' FID oscillates,
     # with every form (3 seeds of fused: FID 7.9 +- 4.3 without, 4.7 +- 0.2 with; benchmarks/quality.py).
-    config.ema_decay = 0.999
+    config.ema.decay = 0.999
     return config

@@ -40,12 +40,10 @@ CNN_NS = {
     "steps_per_epoch": 5000,
     "steps_per_execution": 1,
     "num_classes": None,
-    "ema_decay": None,
-    "ema_start": 0,
+    "ema": {"decay": None, "start": 0},
     "augment": "",
-    "r1_gamma": 0.0,
-    "gp_weight": 0.0,
-    "reg_every": 1,
+    "r1": {"gamma": 0.0, "every": 1},
+    "gp": {"weight": 0.0, "every": 1},
 }
 CNN_HINGE = {**CNN_NS, "name": "cifar10_cnn_hinge", "loss": "hinge"}
 RESNET_NS = {

@@ -1,16 +1,17 @@
-"""ExponentialMovingAverage: a separate copy of a model following its weights."""
+"""EMA: a separate copy of a model following its weights."""
 
 import keras
 import tensorflow as tf
 
 from tests import testing_utils as tu
-from tf_fusedprop.ema import ExponentialMovingAverage
+from tf_fusedprop.ema import EMA
 
 
-class ExponentialMovingAverageTest(tu.TestCase):
+class EMATest(tu.TestCase):
     def test_update_rule_start_and_statistics(self):
         model = tu.tiny_generator(batch_norm=True)
-        ema = ExponentialMovingAverage(model, decay=0.9, start=1)
+        ema = EMA(decay=0.9, start=1)
+        ema.attach(model)
         self.assertIsNot(ema.model, model)
         expected = [w.numpy() for w in model.trainable_variables]
         for step in (1, 2, 3):
@@ -38,11 +39,12 @@ class ExponentialMovingAverageTest(tu.TestCase):
         model = Square()
         x = tf.ones([1, 2])
         model(x)
-        ema = ExponentialMovingAverage(model, decay=0.5)
+        ema = EMA(decay=0.5)
+        ema.attach(model, x)
         self.assertAllClose(ema.model(x), model(x))
 
     def test_refusals(self):
         with self.assertRaisesRegex(ValueError, r"decay must be in \[0, 1\)"):
-            ExponentialMovingAverage(tu.tiny_generator(), decay=1.0)
-        with self.assertRaisesRegex(ValueError, "ema_start must be >= 0"):
-            ExponentialMovingAverage(tu.tiny_generator(), decay=0.5, start=-1)
+            EMA(decay=1.0)
+        with self.assertRaisesRegex(ValueError, "start must be an integer >= 0. Received: start=-1"):
+            EMA(decay=0.5, start=-1)

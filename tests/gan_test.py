@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from unittest import mock
 
 import keras
 import numpy as np
@@ -13,6 +14,7 @@ from absl.testing import parameterized
 
 import tf_fusedprop as fp
 from tests import testing_utils as tu
+from tf_fusedprop import replicas
 
 FORMS = ("fused", "inverse", "adaptive", "simultaneous", "alternating")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +38,9 @@ def make_gan(
     keras.utils.set_random_seed(seed)
     generator = tu.tiny_generator(batch_norm=batch_norm)
     discriminator = tu.tiny_discriminator(spectral_norm=spectral_norm)
-    gan = fp.FusedPropGAN(generator, discriminator, loss=loss, form=form, n_dis=n_dis, iter_size=iter_size, seed=7)
+    gan = fp.FusedPropGAN(
+        generator, discriminator, loss=loss, form=fp.forms.get(form, n_dis=n_dis), iter_size=iter_size, seed=7
+    )
     gan.compile(
         d_optimizer=d_optimizer or keras.optimizers.Adam(1e-3), g_optimizer=g_optimizer or keras.optimizers.Adam(1e-3)
     )
@@ -51,10 +55,8 @@ class LatentsFromList(fp.FusedPropGAN):
     """Test double for the latent sampler only: returns given latents in order (eager use)."""
 
     def use_latents(self, latents):
-        self._latents = list(latents)
-
-    def sample_latents(self, n):
-        return self._latents.pop(0)
+        queue = list(latents)
+        self.sampler.latents = lambda n: queue.pop(0)
 
 
 class FitTest(tu.TestCase):
@@ -83,7 +85,8 @@ class FitTest(tu.TestCase):
     def test_public_attributes(self):
         gan = make_gan("adaptive", loss="least_squares", iter_size=2)
         self.assertEqual(
-            (gan.form, gan.gan_loss.name, gan.iter_size, gan.latent_dim), ("adaptive", "least_squares", 2, tu.LATENT)
+            (gan.form.name, gan.gan_loss.name, gan.iter_size, gan.latent_dim),
+            ("adaptive", "least_squares", 2, tu.LATENT),
         )
         self.assertIsInstance(gan.d_optimizer, keras.optimizers.Adam)
 
@@ -102,7 +105,7 @@ class ExactStepTest(tu.TestCase):
         )
         real = tf.constant(images(8))
         state = tu.StateSnapshot(gan)
-        z = gan.sample_latents(8)
+        z = gan.sampler.latents(8)
         d_grads, g_grads = fp.compute_gradients(gan.generator, gan.discriminator, real, z, "least_squares", form)
         expected = [w - lr * g.numpy() for w, g in zip(weights(gan), list(d_grads) + list(g_grads))]
         state.restore()
@@ -192,7 +195,7 @@ class ErrorTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, "Received: iter_size=0"):
             fp.FusedPropGAN(generator, discriminator, iter_size=0)
         with self.assertRaisesRegex(ValueError, "n_dis applies to form='alternating' only"):
-            fp.FusedPropGAN(generator, discriminator, form="fused", n_dis=5)
+            fp.FusedPropGAN(generator, discriminator, form=fp.forms.get("fused", n_dis=5))
         with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'"):
             fp.FusedPropGAN(generator, discriminator, loss="hinge")
 
@@ -223,8 +226,8 @@ class ErrorTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, "form='fused' needs a discriminator that treats samples independently"):
             fp.FusedPropGAN(tu.tiny_generator(), coupled)
         fp.FusedPropGAN(tu.tiny_generator(), coupled, form="alternating")
-        gan = fp.FusedPropGAN(tu.tiny_generator(), coupled, check_independence=False)
-        self.assertFalse(gan.check_independence)
+        gan = fp.FusedPropGAN(tu.tiny_generator(), coupled, form=fp.SinglePass("fused", check_independence=False))
+        self.assertFalse(gan.form.check_independence)
 
 
 def mixed_float16_pair(logit):
@@ -261,14 +264,14 @@ class MixedFloat16Test(tu.TestCase):
         generator, discriminator = mixed_float16_pair(logit)
         real, z = tu.tiny_batch()
         for loss_scale in (None, 2.0**15):
+            scale_loss = None if loss_scale is None else (lambda objective, s=loss_scale: objective * s)
             result = fp.steps.simgd_step(
                 generator,
                 discriminator,
-                real,
-                z,
+                fp.Batch(real, z),
                 "nonsaturating",
                 form,
-                options=fp.steps.StepOptions(loss_scale=loss_scale),
+                options=fp.steps.StepOptions(scale_loss=scale_loss),
             )
             self.assertAllClose(result.fake_logits, tf.fill([6], logit), atol=0.5)
             for grad in list(result.d_grads) + list(result.g_grads):
@@ -281,10 +284,15 @@ class MixedFloat16Test(tu.TestCase):
         state = tu.StateSnapshot(generator, discriminator)
         scale = 2.0**15
         scaled = fp.steps.simgd_step(
-            generator, discriminator, real, z, "nonsaturating", form, options=fp.steps.StepOptions(loss_scale=scale)
+            generator,
+            discriminator,
+            fp.Batch(real, z),
+            "nonsaturating",
+            form,
+            options=fp.steps.StepOptions(scale_loss=lambda objective: objective * scale),
         )
         state.restore()
-        reference = fp.steps.simgd_step(generator, discriminator, real, z, "nonsaturating", "simultaneous")
+        reference = fp.steps.simgd_step(generator, discriminator, fp.Batch(real, z), "nonsaturating", "simultaneous")
         # float16 carries ~3 decimal digits: compare the unscaled gradients at that precision.
         actual = [g.numpy().astype("float64") / scale for g in list(scaled.d_grads) + list(scaled.g_grads)]
         expected = [g.numpy().astype("float64") for g in list(reference.d_grads) + list(reference.g_grads)]
@@ -375,7 +383,7 @@ class ConditionalGANTest(tu.TestCase):
         history = gan.fit(x, y, batch_size=8, epochs=1, verbose=0)
         self.assertTrue(all(np.isfinite(v[-1]) for v in history.history.values()))
         self.assertEqual(int(gan.g_optimizer.iterations), 2)
-        labels = gan.sample_labels(1000).numpy()
+        labels = gan.sampler.labels(1000).numpy()
         self.assertEqual(set(labels), {0, 1, 2})
 
     def test_labels_are_required(self):
@@ -387,7 +395,7 @@ class ConditionalGANTest(tu.TestCase):
         ):
             gan.train_step(tf.zeros([4, 8, 8, 1]))
         with self.assertRaisesRegex(ValueError, "num_classes=K"):
-            make_gan().sample_labels(3)
+            make_gan().sampler.labels(3)
 
 
 class EMATest(tu.TestCase):
@@ -398,8 +406,7 @@ class EMATest(tu.TestCase):
             tu.tiny_discriminator(),
             form="adaptive",
             seed=3,
-            ema_decay=0.5,
-            ema_start=1,
+            ema=fp.EMA(0.5, start=1),
         )
         gan.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
         self.assertIs(gan.sampling_generator, gan.ema_generator)
@@ -430,7 +437,11 @@ class RegularizedGANTest(tu.TestCase):
     def test_lazy_r1_is_applied_every_reg_every_steps_with_scaled_weight(self, form):
         keras.utils.set_random_seed(0)
         gan = LatentsFromList(
-            tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(), form=form, seed=7, r1_gamma=0.5, reg_every=2
+            tu.tiny_generator(batch_norm=False),
+            tu.tiny_discriminator(),
+            form=form,
+            seed=7,
+            regularizers=[fp.R1(0.5, every=2)],
         )
         gan.compile(d_optimizer=keras.optimizers.SGD(0.1), g_optimizer=keras.optimizers.SGD(0.1))
         rng = np.random.default_rng(3)
@@ -440,7 +451,7 @@ class RegularizedGANTest(tu.TestCase):
             penalty = (fp.regularizers.R1(1.0),) if step % 2 == 0 else ()
             before = [w.numpy() for w in gan.discriminator.trainable_variables]
             d_grads = fp.steps.discriminator_step(
-                gan.generator, gan.discriminator, real, z, options=fp.steps.StepOptions(regularizers=penalty)
+                gan.generator, gan.discriminator, fp.Batch(real, z), options=fp.steps.StepOptions(regularizers=penalty)
             ).d_grads
             tu.StateSnapshot(gan.discriminator).restore()
             for variable, value in zip(gan.discriminator.trainable_variables, before):
@@ -462,17 +473,50 @@ class AugmentedGANTest(tu.TestCase):
             tu.tiny_discriminator(),
             form="adaptive",
             loss="wasserstein",
-            augment="translation,cutout,color",
-            gp_weight=10.0,
+            augment=fp.DiffAugment("translation,cutout,color"),
+            regularizers=[fp.GradientPenalty(10.0)],
             seed=2,
         )
         gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
         history = gan.fit(images(16), batch_size=8, epochs=1, verbose=0)
         self.assertTrue(all(np.isfinite(v[-1]) for v in history.history.values()))
         config = gan.get_config()
-        self.assertEqual((config["augment"], config["gp_weight"]), ("color,translation,cutout", 10.0))
+        self.assertEqual(
+            (config["augment"]["config"]["policy"], config["regularizers"][0]["config"]["weight"]),
+            ("color,translation,cutout", 10.0),
+        )
         with self.assertRaisesRegex(ValueError, "Unknown DiffAugment policy"):
-            fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), augment="rotate")
+            fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), augment=fp.DiffAugment("rotate"))
+
+
+class SeedStreamTest(tu.TestCase):
+    def test_plugins_do_not_shift_the_latents(self):
+        latents = []
+        for plugins in ({}, {"regularizers": [fp.GradientPenalty(10.0)], "augment": fp.DiffAugment("translation")}):
+            keras.utils.set_random_seed(0)
+            gan = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), form="adaptive", seed=4, **plugins)
+            gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+            gan.train_step(tf.constant(images(8)))
+            latents.append(gan.sampler.latents(8).numpy())
+        self.assertAllEqual(latents[0], latents[1])
+
+    def test_plugins_are_objects(self):
+        generator, discriminator = tu.tiny_generator(), tu.tiny_discriminator()
+        with self.assertRaisesRegex(ValueError, r"augment takes tf_fusedprop.DiffAugment .*Received: augment='color'"):
+            fp.FusedPropGAN(generator, discriminator, augment="color")
+        with self.assertRaisesRegex(ValueError, r"regularizers takes tf_fusedprop.Regularizer .*R1\(0.1, every=16\)"):
+            fp.FusedPropGAN(generator, discriminator, regularizers=[10.0])
+        with self.assertRaisesRegex(ValueError, r"ema takes tf_fusedprop.EMA .*Received: ema=0.999"):
+            fp.FusedPropGAN(generator, discriminator, ema=0.999)
+
+
+class MultiWorkerResultsTest(tu.TestCase):
+    def test_across_workers_each_step_result_is_a_vector_of_one(self):
+        gan = make_gan("fused")
+        with mock.patch.object(replicas, "multi_worker", return_value=True):
+            results = gan.train_step(tf.constant(images(8)))
+        self.assertEqual({name: tuple(value.shape) for name, value in results.items()}, dict.fromkeys(results, (1,)))
+        self.assertEqual(tuple(gan.train_step(tf.constant(images(8)))["d_loss"].shape), ())
 
 
 class SavingTest(tu.TestCase):
@@ -525,6 +569,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tf_fusedprop as fp
 from tests import testing_utils as tu
+from tf_fusedprop import replicas
 data = np.random.default_rng(0).uniform(-1, 1, (64,) + tu.IMAGE).astype("float32")
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 results = {}
@@ -538,7 +583,7 @@ for iter_size in (1, 2):
     results[iter_size] = [w.numpy() for w in gan.trainable_weights]
     assert gan.d_optimizer.iterations.numpy() == 4, gan.d_optimizer.iterations.numpy()
     assert all(np.isfinite(v[-1]) for v in history.history.values())
-z = strategy.run(tf.function(lambda: gan.sample_latents(4)))
+z = strategy.run(tf.function(lambda: gan.sampler.latents(4)))
 z0, z1 = [t.numpy() for t in strategy.experimental_local_results(z)]
 # Spectral norm inside the accumulation loop: each replica updates its own (equal) copy of u.
 with strategy.scope():
@@ -556,17 +601,9 @@ print("REPLICA_LATENTS_DIFFER", not np.allclose(z0, z1))
 
 class MirroredStrategyTest(tu.TestCase):
     def test_accumulation_under_mirrored_strategy(self):
-        result = subprocess.run(
-            [sys.executable, "-c", MIRRORED_SCRIPT],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        )
+        result = tu.run_script(MIRRORED_SCRIPT)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        lines = dict(
-            line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("MAXDIFF", "REPLICA", "SN_U"))
-        )
+        lines = tu.marked_lines(result.stdout)
         self.assertLess(float(lines["MAXDIFF"]), 1e-5)
         self.assertEqual(lines["REPLICA_LATENTS_DIFFER"], "True")
         self.assertEqual(lines["SN_U_EQUAL"], "True")

@@ -98,7 +98,7 @@ discriminator = keras.Sequential([
     layers.Conv2D(4, 3, padding="same"), {activation}(0.1), keras.layers.Flatten(), layers.Dense(1),
 ])
 # Plain, and with the penalties that differentiate D twice (R1, WGAN-GP).
-for penalty in ({{}}, {{"r1_gamma": 1.0}}, {{"gp_weight": 10.0}}):
+for penalty in ({{}}, {{"regularizers": [fp.R1(1.0)]}}, {{"regularizers": [fp.GradientPenalty(10.0)]}}):
     gan = fp.FusedPropGAN(tu.tiny_generator(), discriminator, form="fused", seed=0, **penalty)
     gan.compile(d_optimizer="adam", g_optimizer="adam")
     tf.function(gan.train_step)(tf.random.uniform((8,) + tu.IMAGE, -1, 1))

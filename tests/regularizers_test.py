@@ -13,6 +13,12 @@ class RegularizersTest(tu.TestCase):
         self.assertAllClose(regularizers.R1(2.0)(gradients), 0.5 * 2.0 * 13.0)
         self.assertAllClose(regularizers.R1(2.0).scaled(4)(gradients), 4 * 13.0)
 
+    def test_when_due_applies_lazy_penalties_on_their_interval_with_scaled_weights(self):
+        r1, gp = regularizers.R1(1.0, every=4), regularizers.GradientPenalty(10.0)
+        for update, expected in ((0, ["R1(gamma=4.0, every=4)", repr(gp)]), (1, [repr(gp)]), (8, None)):
+            chosen = regularizers.when_due(lambda due: due, (r1, gp), tf.constant(update))
+            self.assertEqual([repr(r) for r in chosen], expected or ["R1(gamma=4.0, every=4)", repr(gp)])
+
     def test_gradient_penalty_value(self):
         gradients = tf.constant([[3.0, 4.0], [0.0, 1.0]])  # norms 5 and 1
         self.assertAllClose(regularizers.GradientPenalty(10.0)(gradients), 10.0 * (16.0 + 0.0) / 2, rtol=1e-6)
@@ -26,9 +32,13 @@ class RegularizersTest(tu.TestCase):
             value = regularizers.GradientPenalty()(gradients)
         self.assertTrue(np.all(np.isfinite(tape.gradient(value, gradients).numpy())))
 
-    def test_rows_from_config_and_refusals(self):
-        self.assertEqual([r.rows for r in regularizers.from_config(1.0, 10.0)], ["real", "interpolates"])
-        self.assertEqual(regularizers.from_config(0.0, 0.0), ())
+    def test_rows_and_refusals(self):
+        real, fake = tf.ones([2, 3]), tf.zeros([2, 3])
+        self.assertIs(regularizers.R1(1.0).inputs(real, fake), real)  # R1 reads D's real rows
+        interpolates = regularizers.GradientPenalty(10.0).bind(tf.constant([1, 2], tf.int64)).inputs(real, fake)
+        self.assertTrue(np.all((interpolates.numpy() >= 0) & (interpolates.numpy() <= 1)))
+        with self.assertRaisesRegex(ValueError, "every must be a positive integer"):
+            regularizers.R1(1.0, every=0)
         with self.assertRaisesRegex(ValueError, "gamma > 0. Received: gamma=-1"):
             regularizers.R1(-1)
         with self.assertRaisesRegex(ValueError, "weight > 0"):

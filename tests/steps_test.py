@@ -40,7 +40,7 @@ def two_tape_simgd(
         fake = generator(z if fake_labels is None else [z, fake_labels], training=True)
         samples = [real, fake]
         labels = None if real_labels is None else [real_labels, fake_labels]
-        on_interpolates = [r for r in regularizers if r.rows == "interpolates"]
+        on_interpolates = [r for r in regularizers if isinstance(r, fp.GradientPenalty)]
         if on_interpolates:
             eps = tf.random.stateless_uniform([n] + [1] * (len(real.shape) - 1), seed=seed, dtype=real.dtype)
             samples.append(eps * real + (1 - eps) * tf.stop_gradient(fake))
@@ -54,7 +54,7 @@ def two_tape_simgd(
         input_grads = inner.gradient(target, x) if regularizers else None
         penalty = 0.0
         for r in regularizers:
-            penalty += r(input_grads[:n] if r.rows == "real" else input_grads[2 * n :])
+            penalty += r(input_grads[:n] if isinstance(r, fp.R1) else input_grads[2 * n :])
         d_loss = tf.reduce_mean(loss.d_real(y[:n])) + tf.reduce_mean(loss.d_fake(y[n : 2 * n])) + penalty
         g_loss = tf.reduce_mean(loss.g(y[n : 2 * n]))
     return (
@@ -88,7 +88,7 @@ class ExactnessTest(tu.TestCase):
         generator, discriminator = tu.tiny_pair()
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
-        result = steps.simgd_step(generator, discriminator, real, z, "least_squares", "adaptive")
+        result = steps.simgd_step(generator, discriminator, fp.Batch(real, z), "least_squares", "adaptive")
         state.restore()
         y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
         self.assertAllClose(result.real_logits, y[:6])
@@ -266,15 +266,18 @@ class ConventionalStepTest(tu.TestCase):
     def test_discriminator_step(self):
         generator, discriminator = tu.tiny_pair(spectral_norm=False)
         real, z = tu.tiny_batch()
-        result = steps.discriminator_step(generator, discriminator, real, z, "nonsaturating")
+        result = steps.discriminator_step(generator, discriminator, fp.Batch(real, z), "nonsaturating")
         expected, _ = two_tape_simgd(generator, discriminator, real, z, "nonsaturating")
         self.assertLess(tu.max_relative_difference(result.d_grads, expected), 1e-6)
 
     def test_generator_step_forms_discriminator_gradients_only_on_request(self):
         generator, discriminator = tu.tiny_pair(spectral_norm=False)
         _, z = tu.tiny_batch()
-        efficient = steps.generator_step(generator, discriminator, z, "nonsaturating")
-        paper_style = steps.generator_step(generator, discriminator, z, "nonsaturating", discriminator_gradients=True)
+        batch = fp.Batch(None, z)
+        efficient = steps.generator_step(generator, discriminator, batch, "nonsaturating")
+        paper_style = steps.generator_step(
+            generator, discriminator, batch, "nonsaturating", discriminator_gradients=True
+        )
         self.assertIsNone(efficient.d_grads)
         self.assertLen(paper_style.d_grads, len(discriminator.trainable_variables))
         with tf.GradientTape(persistent=True) as tape:

@@ -102,6 +102,24 @@ class StateSnapshot:
             v.assign(value)
 
 
+def run_script(script, timeout=300):
+    """Runs a Python `script` in a fresh process from the project root (TensorFlow quiet);
+    returns the `subprocess.CompletedProcess` (text output)."""
+    import subprocess  # Lazy: most tests run in this process.
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, env=env, timeout=timeout
+    )
+
+
+def marked_lines(stdout):
+    """`{MARK: rest}` of the lines of a script's output that start with an upper-case word."""
+    return dict(line.split(" ", 1) for line in stdout.splitlines() if line.split(" ")[0].isupper() and " " in line)
+
+
 def max_relative_difference(actual, expected):
     """max |a - e| over all tensors, divided by max |e| over all tensors."""
     actual, expected = (
@@ -117,7 +135,7 @@ def max_relative_difference(actual, expected):
 # --------------------------------------------------------------------------------------------
 
 import glob  # noqa: E402
-import os  # noqa: E402
+import os  # noqa: E402  (also used by run_script above)
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 

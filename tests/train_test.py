@@ -71,8 +71,8 @@ class BadInputTest(tu.TestCase):
             r"unknown config variant 'fused'; expected one of alternating, inverse",
         ),
         (["--bogus=1"], r"Unknown command line flag 'bogus'.*--workdir=DIR"),
-        (["--config.loss=hinge"], r"invalid \(loss, form\) pair: The hinge loss does not support form='fused'"),
-        (["--config.loss=l2"], r"unknown loss: received config.loss='l2'"),
+        (["--config.loss=hinge"], r"invalid config.loss, config.form: The hinge loss does not support form='fused'"),
+        (["--config.loss=l2"], r"invalid config.loss: Unknown GAN loss. Received: loss='l2'"),
         (["--config.steps=0"], r"config.steps must be a positive integer; received steps=0"),
         (
             ["--strategy=gpu"],

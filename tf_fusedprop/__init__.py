@@ -1,27 +1,42 @@
 """tf_fusedprop: train GANs with one forward and one backward pass (FusedProp), in TF2/Keras 3.
 
 The core: `ops` (custom-gradient primitives), `losses`, `layers` (InvFusedProp-capable
-layers), `steps` (one step of every training form), `FusedPropGAN` (a Keras model that
-trains with `fit`), `GradientAccumulator`, and reference `networks`. The experiment harness
-behind `train.py` (data, metrics, callbacks, the training job) lives in
-`tf_fusedprop.experiment`.
+layers), `steps` (the pure one-step functions), `forms` (what one training step does, per
+form), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugins (`R1`,
+`GradientPenalty`, `DiffAugment`, `EMA`), `update` (what follows the gradients),
+`GradientAccumulator`, and reference `networks`. The experiment harness behind `train.py`
+(data, metrics, callbacks, the training job) lives in `tf_fusedprop.experiment`.
 """
 
-from tf_fusedprop import layers, losses, ops, steps
+from tf_fusedprop import forms, layers, losses, ops, steps
 from tf_fusedprop.accumulation import GradientAccumulator
+from tf_fusedprop.augment import DiffAugment
+from tf_fusedprop.batch import Batch
+from tf_fusedprop.ema import EMA
+from tf_fusedprop.forms import Alternating, Simultaneous, SinglePass
 from tf_fusedprop.gan import FusedPropGAN
 from tf_fusedprop.ops import scale_gradient
+from tf_fusedprop.regularizers import R1, GradientPenalty
 from tf_fusedprop.steps import FORMS, compute_gradients
 
 __all__ = [
+    "EMA",
     "FORMS",
+    "Alternating",
+    "Batch",
+    "DiffAugment",
     "FusedPropGAN",
     "GradientAccumulator",
+    "GradientPenalty",
+    "R1",
+    "SinglePass",
+    "Simultaneous",
     "compute_gradients",
+    "forms",
     "layers",
     "losses",
     "ops",
     "scale_gradient",
     "steps",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

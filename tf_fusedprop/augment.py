@@ -13,9 +13,11 @@ Policies (comma-separated, applied in this order):
 * `cutout`: zero a square of half the size at a random position (clipped at the border).
 
 Randomness is stateless: the same `[2]` seed gives the same transformation, which
-`FusedPropGAN` draws per step and folds with the replica id.
+`FusedPropGAN` draws per step from the augmentation's own seed stream (`tf_fusedprop.seeds`)
+and folds with the replica id.
 """
 
+import keras
 import tensorflow as tf
 
 __all__ = ["DiffAugment", "POLICIES"]
@@ -74,6 +76,7 @@ def _cutout(x, seed, ratio=0.5):
 _OPERATIONS = {"color": _color, "translation": _translation, "cutout": _cutout}
 
 
+@keras.saving.register_keras_serializable(package="tf_fusedprop")
 class DiffAugment:
     """A DiffAugment policy: `augment(images, seed)` transforms each sample independently.
 
@@ -86,7 +89,12 @@ class DiffAugment:
       ValueError: an unknown name.
     """
 
+    #: It draws a seed every step (from a stream of its own in `FusedPropGAN`).
+    seeded = True
+
     def __init__(self, policy="color,translation,cutout"):
+        if not isinstance(policy, str):
+            raise ValueError(f"DiffAugment takes a comma-separated policy string. Received: policy={policy!r}")
         names = [name.strip() for name in policy.split(",") if name.strip()]
         unknown = sorted(set(names) - set(POLICIES))
         if unknown:
@@ -113,6 +121,15 @@ class DiffAugment:
     def bind(self, seed):
         """`lambda images: self(images, seed)`, for `StepOptions.augment`."""
         return lambda images: self(images, seed)
+
+    def get_config(self):
+        """Constructor arguments."""
+        return {"policy": self.policy}
+
+    @classmethod
+    def from_config(cls, config):
+        """Inverse of `get_config`."""
+        return cls(**config)
 
     def __repr__(self):
         return f"DiffAugment({self.policy!r})"

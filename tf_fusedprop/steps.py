@@ -24,10 +24,12 @@ import tensorflow as tf
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import ops
+from tf_fusedprop.batch import Batch
 
 __all__ = [
     "FORMS",
     "SINGLE_PASS_FORMS",
+    "Batch",
     "DiscriminatorStep",
     "GeneratorStep",
     "StepOptions",
@@ -37,8 +39,11 @@ __all__ = [
     "check_sample_independence",
     "compute_gradients",
     "discriminator_logits",
+    "discriminator_probe",
     "discriminator_step",
     "generator_step",
+    "layers_of",
+    "probe_batch",
     "simgd_step",
     "supports",
 ]
@@ -90,8 +95,32 @@ GeneratorStep.__doc__ = """G's gradients of a conventional G step and its loss; 
 parameter gradients of G's loss when asked for (paper-style baseline), else None."""
 
 
+def _children(layer):
+    """The layers directly inside `layer`, found by public means: a model's `layers`, else the
+    layers (and lists, tuples and dicts of layers) among its attributes."""
+    if isinstance(layer, keras.Model):
+        return list(layer.layers)
+    found = []
+    for value in vars(layer).values():
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+        found.extend(item for item in items if isinstance(item, keras.layers.Layer))
+    return found
+
+
+def layers_of(model):
+    """`model` and every layer nested in it, each once, parents before children."""
+    seen, order, pending = set(), [], [model]
+    while pending:
+        layer = pending.pop(0)
+        if id(layer) not in seen:
+            seen.add(id(layer))
+            order.append(layer)
+            pending.extend(_children(layer))
+    return order
+
+
 def _own_trainable_weights(layer):
-    nested = {id(w) for sub in layer._flatten_layers(include_self=False) for w in sub.trainable_weights}
+    nested = {id(w) for child in _children(layer) for w in child.trainable_weights}
     return [w for w in layer.trainable_weights if id(w) not in nested]
 
 
@@ -106,7 +135,7 @@ def check_discriminator(discriminator, form):
     if form not in SINGLE_PASS_FORMS:
         return
     scales_parameters = _rule(form).may_invert
-    for layer in discriminator._flatten_layers(include_self=True):
+    for layer in layers_of(discriminator):
         if isinstance(layer, keras.layers.BatchNormalization):
             raise ValueError(
                 f"form={form!r} needs a discriminator that treats samples independently, but "
@@ -190,7 +219,8 @@ def check_sample_independence(discriminator, x, form):
             f"{discriminator.name!r} mixes them: its output for one sample moves when another "
             f"sample changes (relative coupling {coupling:.2g}; a batch-statistics layer, batch "
             "mean or minibatch std?). Make D per-sample, use form='simultaneous' or "
-            "'alternating', or pass check_independence=False if you know better."
+            "'alternating', or pass check_independence=False (compute_gradients, forms.SinglePass) if you "
+            "know better."
         )
     _independent[discriminator] = True
 
@@ -206,10 +236,19 @@ def probe_batch(generator, latent_shape, dtype=tf.float32, labels=None):
         return None
     with tf.init_scope():
         latents = tf.random.stateless_normal([4] + latent_shape.as_list(), seed=[3, 5], dtype=dtype)
-        classes = None if labels is None else tf.zeros([4], labels.dtype)
-        samples = generator(latents if classes is None else [latents, classes], training=False)
+        inputs = latents if labels is None else [latents, tf.zeros([4], labels.dtype)]
+    return discriminator_probe(generator, inputs)
+
+
+@tf.autograph.experimental.do_not_convert  # eager Python, also when called while tracing
+def discriminator_probe(generator, generator_inputs):
+    """D's inputs made by G (inference mode) from `generator_inputs` (`z`, or `[z, labels]`):
+    samples, or `[samples, labels]`; at least float32."""
+    with tf.init_scope():
+        conditional = isinstance(generator_inputs, (list, tuple))
+        samples = generator(generator_inputs, training=False)
         samples = tf.cast(samples, tf.float32) if samples.dtype.size < 4 else samples
-        return samples if classes is None else [samples, classes]
+        return [samples, generator_inputs[1]] if conditional else samples
 
 
 def discriminator_logits(discriminator, x):
@@ -248,52 +287,38 @@ def _rule(form, loss=None):
 
 
 class StepOptions(
-    collections.namedtuple(
-        "StepOptions",
-        ["real_labels", "fake_labels", "augment", "regularizers", "seed", "loss_scale"],
-        defaults=(None, None, None, (), None, None),
-    )
+    collections.namedtuple("StepOptions", ["augment", "regularizers", "scale_loss"], defaults=(None, (), None))
 ):
     """What a step adds to the plain GAN objectives; every field is optional.
 
-    * `real_labels`, `fake_labels`: `[batch]` int class labels of a conditional GAN. G is then
-      called as `generator([z, fake_labels])` and D as `discriminator([x, labels])`.
     * `augment`: a differentiable, per-sample map of D's input batch (e.g. a seeded
       `tf_fusedprop.augment.DiffAugment`), applied to real and fake samples alike before D.
     * `regularizers`: D's gradient penalties (`tf_fusedprop.regularizers`), added to D's
-      objective in the same pass: penalties on interpolates add `[batch]` rows to D's call.
-    * `seed`: a `[2]` int seed of the step's own randomness (the interpolation weights).
-    * `loss_scale`: a float32 scalar multiplying the objectives before the backward pass
-      (mixed_float16 loss scaling); the gradients come back multiplied by it.
+      objective in the same pass; rows of their own (interpolates) join D's one call.
+    * `scale_loss`: a function applied to the objective before the backward pass, e.g. a
+      `keras.optimizers.LossScaleOptimizer`'s `scale_loss` (mixed_float16); the gradients come
+      back multiplied by the loss scale.
     """
 
 
-def _generate(generator, z, labels):
+def _generate(generator, batch):
+    z, labels = batch.z, batch.fake_labels
     return generator(z if labels is None else [z, labels], training=True)
 
 
-def _gradient(tape, objective, sources, loss_scale):
-    """`tape.gradient(objective * loss_scale, sources)`: the scale seeds the backward pass.
+def _scaled(objective, options):
+    return objective if options.scale_loss is None else options.scale_loss(objective)
 
-    Sparse gradients (`IndexedSlices` of embedding lookups) come back dense, so that every
-    gradient can be accumulated, checked and scaled alike.
-    """
-    seed = None if loss_scale is None else tf.cast(loss_scale, objective.dtype)
-    grads = tape.gradient(objective, sources, output_gradients=seed)
+
+def _gradient(tape, objective, sources):
+    """`tape.gradient(objective, sources)`, with sparse gradients (`IndexedSlices` of embedding
+    lookups) made dense, so that every gradient can be accumulated, checked and scaled alike."""
+    grads = tape.gradient(objective, sources)
     return tf.nest.map_structure(
         lambda g: tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g,
         grads,
         expand_composites=False,
     )
-
-
-def _interpolates(real, fake, seed):
-    shape = tf.concat([tf.shape(real)[:1], tf.ones([tf.rank(real) - 1], tf.int32)], axis=0)
-    if seed is None:
-        weights = tf.random.uniform(shape, dtype=real.dtype)
-    else:
-        weights = tf.random.stateless_uniform(shape, seed=seed, dtype=real.dtype)
-    return weights * real + (1 - weights) * tf.stop_gradient(fake)
 
 
 class _Discriminated(collections.namedtuple("_Discriminated", ["real_logits", "fake_logits", "logits", "penalty"])):
@@ -302,85 +327,100 @@ class _Discriminated(collections.namedtuple("_Discriminated", ["real_logits", "f
     the backward pass are set: it back-propagates to D's input)."""
 
 
-def _discriminate(discriminator, real, fake, options):
-    """D once on `concat(real, fake[, interpolates])`, augmented; see `_Discriminated`."""
-    n = tf.shape(real)[0]
+def _row_blocks(batch, fake, regularizers):
+    """D's input blocks `[real, fake, rows of the regularizers...]`, their labels, and for each
+    regularizer the index of the block it penalizes (a regularizer that penalizes the real or
+    fake samples reuses their rows; its own rows are labelled as the real samples)."""
+    blocks, labels, targets = [batch.real, fake], [batch.real_labels, batch.fake_labels], []
+    for regularizer in regularizers:
+        rows = regularizer.inputs(batch.real, fake)
+        index = next((i for i, block in enumerate(blocks) if block is rows), None)
+        if index is None:
+            blocks.append(rows)
+            labels.append(batch.real_labels)
+            index = len(blocks) - 1
+        targets.append(index)
+    return blocks, labels, targets
+
+
+def _discriminate(discriminator, batch, fake, options):
+    """D once on `concat(real, fake[, rows of the regularizers])`, augmented; see `_Discriminated`."""
+    n = tf.shape(batch.real)[0]
     regularizers = tuple(options.regularizers)
-    samples, labels = [real, fake], [options.real_labels, options.fake_labels]
-    if any(r.rows == "interpolates" for r in regularizers):
-        samples.append(_interpolates(real, fake, options.seed))
-        labels.append(options.real_labels)
-    x = tf.concat(samples, axis=0)
-    labels = None if options.real_labels is None else tf.concat(labels, axis=0)
+    blocks, labels, targets = _row_blocks(batch, fake, regularizers)
+    x = tf.concat(blocks, axis=0)
+    labels = None if batch.real_labels is None else tf.concat(labels, axis=0)
     inner = tf.GradientTape() if regularizers else contextlib.nullcontext()
     with inner:
         if regularizers:
             inner.watch(x)
         seen = x if options.augment is None else options.augment(x)
         logits = discriminator_logits(discriminator, seen if labels is None else [seen, labels])
-        rows = {"real": logits[:n], "interpolates": logits[2 * n :]}
-        target = tf.add_n([tf.reduce_sum(rows[r.rows]) for r in regularizers]) if regularizers else None
+        target = (
+            tf.add_n([tf.reduce_sum(logits[i * n : (i + 1) * n]) for i in sorted(set(targets))]) if targets else None
+        )
 
     def penalty():
         if not regularizers:
             return tf.zeros([], logits.dtype)
         grads = inner.gradient(target, x)
-        grads = {"real": grads[:n], "interpolates": grads[2 * n :]}
-        return tf.add_n([tf.cast(r(grads[r.rows]), logits.dtype) for r in regularizers])
+        values = [r(grads[i * n : (i + 1) * n]) for r, i in zip(regularizers, targets)]
+        return tf.add_n([tf.cast(value, logits.dtype) for value in values])
 
     return _Discriminated(logits[:n], logits[n : 2 * n], logits, penalty)
 
 
-def _single_pass(generator, discriminator, real, z, loss, rule, options):
+def _single_pass(generator, discriminator, batch, loss, rule, options):
     to_generator = ops.DeferredFactor()
     scaling = ops.ParameterGradientScaling() if rule.may_invert else contextlib.nullcontext()
     with tf.GradientTape() as tape:
         # Cast first: under mixed precision the factor then meets D's float32 input gradient,
         # and only the product (G's own gradient) is rounded to G's narrower dtype.
-        fake = tf.cast(_generate(generator, z, options.fake_labels), real.dtype)
+        fake = tf.cast(_generate(generator, batch), batch.real.dtype)
         if rule.may_fuse:
             fake = ops.scale_gradient(fake, to_generator)
         with scaling:
-            d = _discriminate(discriminator, real, fake, options)
+            d = _discriminate(discriminator, batch, fake, options)
         y = tf.stop_gradient(d.fake_logits)
         fused = rule.fused(loss, y)
         ones = tf.ones_like(y)
         if rule.may_fuse:
             to_generator.set(tf.where(fused, loss.lambda_(y), ones))
-        if rule.may_invert:  # 1 for real samples (and interpolates), lambda_inv for inverse fake ones
-            n = tf.shape(real)[0]
+        if rule.may_invert:  # 1 for real samples (and the regularizers' rows), lambda_inv for inverse fake ones
+            n = tf.shape(batch.real)[0]
             rest = tf.ones_like(d.logits[2 * n :])
             scaling.set(
                 tf.concat([tf.ones_like(d.real_logits), tf.where(fused, ones, loss.lambda_inv(y)), rest], axis=0)
             )
         real_term = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty()
         d_fake_values, g_values = loss.d_fake(d.fake_logits), loss.g(d.fake_logits)
-        objective = real_term + tf.reduce_mean(tf.where(fused, d_fake_values, g_values))
+        objective = _scaled(real_term + tf.reduce_mean(tf.where(fused, d_fake_values, g_values)), options)
     variables = (discriminator.trainable_variables, generator.trainable_variables)
-    d_grads, g_grads = _gradient(tape, objective, variables, options.loss_scale)
+    d_grads, g_grads = _gradient(tape, objective, variables)
     d_loss = real_term + tf.reduce_mean(d_fake_values)
     return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits)
 
 
-def _two_pass(generator, discriminator, real, z, loss, options):
+def _two_pass(generator, discriminator, batch, loss, options):
     with tf.GradientTape(persistent=True) as tape:
-        fake = tf.cast(_generate(generator, z, options.fake_labels), real.dtype)
-        d = _discriminate(discriminator, real, fake, options)
+        fake = tf.cast(_generate(generator, batch), batch.real.dtype)
+        d = _discriminate(discriminator, batch, fake, options)
         d_loss = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty() + tf.reduce_mean(loss.d_fake(d.fake_logits))
         g_loss = tf.reduce_mean(loss.g(d.fake_logits))
-    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, options.loss_scale)
-    g_grads = _gradient(tape, g_loss, generator.trainable_variables, options.loss_scale)
+        scaled_d_loss, scaled_g_loss = _scaled(d_loss, options), _scaled(g_loss, options)
+    d_grads = _gradient(tape, scaled_d_loss, discriminator.trainable_variables)
+    g_grads = _gradient(tape, scaled_g_loss, generator.trainable_variables)
     del tape
     return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits)
 
 
 def simgd_step(
-    generator, discriminator, real, z, loss="nonsaturating", form="fused", *, options=None, check_independence=True
+    generator, discriminator, batch, loss="nonsaturating", form="fused", *, options=None, check_independence=True
 ):
-    """Runs one simultaneous step's forward and backward passes; returns a `StepResult`.
+    """Runs one simultaneous step's forward and backward passes on a `Batch`; returns a `StepResult`.
 
     Same contract as `compute_gradients`, with the losses and logits returned as well;
-    `options` is a `StepOptions` (labels, augmentation, regularizers, loss scale). `d_loss`
+    `options` is a `StepOptions` (augmentation, regularizers, loss scaling). `d_loss`
     includes the regularizers' penalty; the reported losses are never loss-scaled.
     """
     loss = check_form(loss, form)
@@ -393,12 +433,12 @@ def simgd_step(
         )
     check_discriminator(discriminator, form)
     if check_independence and form in SINGLE_PASS_FORMS:
-        probe = probe_batch(generator, z.shape[1:], z.dtype, labels=options.fake_labels)
+        probe = probe_batch(generator, batch.z.shape[1:], batch.z.dtype, labels=batch.fake_labels)
         if probe is not None:
             check_sample_independence(discriminator, probe, form)
     if form == "simultaneous":
-        return _two_pass(generator, discriminator, real, z, loss, options)
-    return _single_pass(generator, discriminator, real, z, loss, _rule(form, loss), options)
+        return _two_pass(generator, discriminator, batch, loss, options)
+    return _single_pass(generator, discriminator, batch, loss, _rule(form, loss), options)
 
 
 def compute_gradients(
@@ -423,74 +463,77 @@ def compute_gradients(
     with `training=True`. D is called once on `concat(real, G(z)[, interpolates])`.
 
     Args:
-      generator: a Keras model mapping latents `z` (and labels) to samples.
-      discriminator: a Keras model mapping samples (and labels) to one logit per sample.
-      real: a batch of real samples, same batch size as `z`.
-      z: a batch of latents.
+      generator, discriminator: Keras models from latents `z` (and labels) to samples, and
+        from samples (and labels) to one logit per sample.
+      real, z: a batch of real samples and one of latents, of the same size.
       loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`.
       form: "fused", "inverse", "adaptive" (single pass) or "simultaneous" (two backward
         passes, the reference).
       real_labels, fake_labels: `[batch]` int labels for a conditional G and D (both or none):
         G gets `[z, fake_labels]`, D gets `[samples, labels]`.
       augment: a differentiable per-sample map applied to D's whole input batch (DiffAugment).
-      regularizers: D's gradient penalties (`tf_fusedprop.regularizers.R1`, `GradientPenalty`).
-      seed: a `[2]` int seed of the interpolation weights of `GradientPenalty`.
-      check_independence: for the single-pass forms, probe D once (per discriminator object)
-        for cross-sample coupling (`check_sample_independence`), which would make their
-        gradients wrong. Pass False only for a D you know to be per-sample.
+      regularizers: D's gradient penalties (`tf_fusedprop.R1`, `GradientPenalty`).
+      seed: a `[2]` int seed of the regularizers' randomness (GradientPenalty's interpolation
+        weights); None: TensorFlow's global generator.
+      check_independence: for the single-pass forms, probe D once (per discriminator) for
+        cross-sample coupling, which would make their gradients wrong (False: you know better).
 
     Returns:
-      `(d_grads, g_grads)`, lists aligned with `discriminator.trainable_variables` and
-      `generator.trainable_variables`.
+      `(d_grads, g_grads)`, aligned with the players' `trainable_variables`.
 
     Raises:
       ValueError: unknown loss or form, a (loss, form) pair the loss does not support
         (hinge with "fused"), or a discriminator the form cannot handle exactly.
     """
-    options = StepOptions(real_labels, fake_labels, augment, tuple(regularizers), seed)
+    regularizers = tuple(regularizers if seed is None else (r.bind(seed) for r in regularizers))
+    batch, options = Batch(real, z, real_labels, fake_labels), StepOptions(augment, regularizers)
     result = simgd_step(
-        generator, discriminator, real, z, loss=loss, form=form, options=options, check_independence=check_independence
+        generator, discriminator, batch, loss, form, options=options, check_independence=check_independence
     )
     return result.d_grads, result.g_grads
 
 
-def discriminator_step(generator, discriminator, real, z, loss="nonsaturating", *, options=None):
-    """D's gradients of a conventional (alternating) D step; returns a `DiscriminatorStep`.
+def discriminator_step(generator, discriminator, batch, loss="nonsaturating", *, options=None):
+    """D's gradients of a conventional (alternating) D step on a `Batch`; returns a `DiscriminatorStep`.
 
-    G runs forward only (no tape records it); D runs once on `concat(real, G(z)[,
-    interpolates])` and its loss `mean(d_real) + mean(d_fake)` plus the regularizers' penalty
+    G runs forward only (no tape records it); D runs once on `concat(real, G(z)[, rows of the
+    regularizers])` and its loss `mean(d_real) + mean(d_fake)` plus the regularizers' penalty
     is differentiated with respect to D's variables. `options`: a `StepOptions`.
     """
     loss = fp_losses.get(loss)
     options = StepOptions() if options is None else options
-    fake = tf.stop_gradient(tf.cast(_generate(generator, z, options.fake_labels), real.dtype))
+    fake = tf.stop_gradient(tf.cast(_generate(generator, batch), batch.real.dtype))
     with tf.GradientTape() as tape:
-        d = _discriminate(discriminator, real, fake, options)
+        d = _discriminate(discriminator, batch, fake, options)
         d_loss = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty() + tf.reduce_mean(loss.d_fake(d.fake_logits))
-    d_grads = _gradient(tape, d_loss, discriminator.trainable_variables, options.loss_scale)
+        objective = _scaled(d_loss, options)
+    d_grads = _gradient(tape, objective, discriminator.trainable_variables)
     return DiscriminatorStep(d_grads, d_loss, d.real_logits, d.fake_logits)
 
 
-def generator_step(generator, discriminator, z, loss="nonsaturating", discriminator_gradients=False, *, options=None):
-    """G's gradients of a conventional (alternating) G step; returns a `GeneratorStep`.
+def generator_step(
+    generator, discriminator, batch, loss="nonsaturating", discriminator_gradients=False, *, options=None
+):
+    """G's gradients of a conventional (alternating) G step on a `Batch`; returns a `GeneratorStep`.
 
-    By default only G's variables are differentiated, so TensorFlow forms D's input gradients
-    but not its parameter gradients (the efficient baseline). With
-    `discriminator_gradients=True` D's parameter gradients of G's loss are formed and returned
-    too, as a conventional step in PyTorch does (the paper's baseline); a caller that wants
-    their cost must consume them, since a graph prunes gradients nobody reads. `options`: a
-    `StepOptions` (its `fake_labels`, `augment` and `loss_scale` apply; G's loss has no
-    regularizer).
+    Only the batch's `z` and `fake_labels` are read. By default only G's variables are
+    differentiated, so TensorFlow forms D's input gradients but not its parameter gradients
+    (the efficient baseline). With `discriminator_gradients=True` D's parameter gradients of
+    G's loss are formed and returned too, as a conventional step in PyTorch does (the paper's
+    baseline); a caller that wants their cost must consume them, since a graph prunes
+    gradients nobody reads. `options`: a `StepOptions` (its `augment` and `scale_loss` apply;
+    G's loss has no regularizer).
     """
     loss = fp_losses.get(loss)
     options = StepOptions() if options is None else options
     with tf.GradientTape() as tape:
-        fake = _generate(generator, z, options.fake_labels)
+        fake = _generate(generator, batch)
         seen = fake if options.augment is None else options.augment(fake)
-        inputs = seen if options.fake_labels is None else [seen, options.fake_labels]
+        inputs = seen if batch.fake_labels is None else [seen, batch.fake_labels]
         g_loss = tf.reduce_mean(loss.g(discriminator_logits(discriminator, inputs)))
+        objective = _scaled(g_loss, options)
     g_vars = generator.trainable_variables
     if not discriminator_gradients:
-        return GeneratorStep(_gradient(tape, g_loss, g_vars, options.loss_scale), g_loss, None)
-    grads = _gradient(tape, g_loss, g_vars + discriminator.trainable_variables, options.loss_scale)
+        return GeneratorStep(_gradient(tape, objective, g_vars), g_loss, None)
+    grads = _gradient(tape, objective, g_vars + discriminator.trainable_variables)
     return GeneratorStep(grads[: len(g_vars)], g_loss, grads[len(g_vars) :])

@@ -85,7 +85,7 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual(int(restored.d_optimizer.iterations.numpy()), 6)
         for a, b in zip(gan.variables + gan.d_optimizer.variables, restored.variables + restored.d_optimizer.variables):
             self.assertAllEqual(a.numpy(), b.numpy())
-        self.assertAllEqual(gan.seed_generator.state.numpy(), restored.seed_generator.state.numpy())
+        self.assertAllEqual(gan.sampler.stream.state.numpy(), restored.sampler.stream.state.numpy())
 
     def test_history_flags_non_finite_losses_from_then_on(self):
         evaluation = callbacks.Evaluation(lambda generator: {"fid": np.float64(1.5), "modes": np.int64(3)})

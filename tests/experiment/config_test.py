@@ -4,6 +4,7 @@ import json
 
 import tensorflow as tf
 from absl.testing import parameterized
+from ml_collections import config_dict
 
 from configs import base
 from tests import testing_utils as tu
@@ -49,11 +50,12 @@ class ValidateTest(tu.TestCase):
             "ring8",
             "loss",
             "hinge",
-            r"invalid \(loss, form\) pair: The hinge loss does not support form='fused'.*received loss='hinge'",
+            r"invalid config.loss, config.form: The hinge loss does not support form='fused'",
         ),
-        ("ring8", "loss", "l2", r"unknown loss: received config.loss='l2'; expected one of minimax"),
-        ("ring8", "form", "fast", r"unknown form: received config.form='fast'"),
-        ("ring8", "n_dis", 5, r"n_dis applies to form 'alternating' only; received n_dis=5"),
+        ("ring8", "loss", "l2", r"invalid config.loss: Unknown GAN loss. Received: loss='l2'. Valid names: minimax"),
+        ("ring8", "form", "fast", r"invalid config.form, config.n_dis: Unknown training form. Received: form='fast'"),
+        ("ring8", "n_dis", 5, r"n_dis applies to form='alternating' only .*Received: n_dis=5"),
+        ("ring8", "iter_size", 0, r"invalid config.iter_size: .*Received: iter_size=0"),
         ("ring8", "iter_size", 3, r"divisible by config.iter_size; received batch_size=8, iter_size=3"),
         (
             "ring8",
@@ -77,19 +79,24 @@ class ValidateTest(tu.TestCase):
             r"num_classes \(a conditional GAN\) must be the classes of dataset 'ring8', which has no labels",
         ),
         ("digits", "num_classes", 7, r"must be the classes of dataset 'digits' \(10\); received num_classes=7"),
-        ("digits", "num_classes", 0, r"config.num_classes must be a positive integer; received num_classes=0"),
+        ("digits", "num_classes", 0, r"invalid config.num_classes: num_classes must be a positive integer.*=0"),
         ("ring8", "augment", "color", r"config.augment \(DiffAugment\) transforms images; dataset 'ring8' has none"),
         (
             "digits",
             "augment",
             "color,flip",
-            r"config.augment must be empty \(off\) or DiffAugment policies .*received augment='color,flip'",
+            r"invalid config.augment: Unknown DiffAugment policy \['flip'\]. Received: policy='color,flip'",
         ),
-        ("digits", "ema_decay", 1.0, r"config.ema_decay must be None \(off\) or in \[0, 1\)"),
-        ("digits", "ema_start", -1, r"config.ema_start must be an integer >= 0"),
-        ("digits", "r1_gamma", -1.0, r"config.r1_gamma must be a number >= 0 \(0: off\)"),
-        ("digits", "gp_weight", "10", r"config.gp_weight must be a number >= 0"),
-        ("digits", "reg_every", 0, r"config.reg_every must be a positive integer"),
+        ("digits", "ema.decay", 1.0, r"invalid config.ema: The EMA decay must be in \[0, 1\). Received: decay=1.0"),
+        ("digits", "ema.start", -1, r"invalid config.ema: .*start must be an integer >= 0"),
+        ("digits", "r1.gamma", -1.0, r"invalid config.r1, config.gp: R1 needs gamma > 0. Received: gamma=-1.0"),
+        ("digits", "gp.weight", -10.0, r"invalid config.r1, config.gp: GradientPenalty needs weight > 0"),
+        (
+            "digits",
+            "r1",
+            config_dict.ConfigDict({"gamma": 1.0, "every": 0}),
+            r"invalid config.r1, config.gp: every must be a positive integer. Received: every=0",
+        ),
         ("ring8", "steps_per_execution", 3, r"multiple of config.steps_per_execution; received steps_per_execution=3"),
         ("digits", "image_size", 10, r"image_size must be a multiple of 4 .*; received image_size=10"),
         (

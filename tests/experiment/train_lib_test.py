@@ -107,7 +107,8 @@ class TrainTest(tu.TestCase):
 
     def test_features_precision_and_ema_export(self):
         config = tu.tiny_config("digits", cache_dir=self.cache_dir)
-        config.update(ema_decay=0.9, augment="translation,color", r1_gamma=0.1, reg_every=2, mixed_precision="float32")
+        config.update(augment="translation,color", mixed_precision="float32")
+        config.ema.decay, config.r1.gamma, config.r1.every = 0.9, 0.1, 2
         directory = self.get_temp_dir()
         summary, printed = quiet_train(config, directory)
         self.assertEqual(summary["precision"], {"policy": "float32", "reason": "set explicitly"})
@@ -115,8 +116,9 @@ class TrainTest(tu.TestCase):
         self.assertEqual(read_json(os.path.join(directory, "generator", "fusedprop_export.json"))["weights"], "ema")
         config.mixed_precision = "auto"
         gan = train_lib.build_gan(config)
-        self.assertEqual(gan.ema_decay, 0.9)
-        self.assertEqual((gan.augment, gan.r1_gamma, gan.reg_every), ("color,translation", 0.1, 2))
+        self.assertEqual(gan.ema.decay, 0.9)
+        (r1,) = gan.regularizers
+        self.assertEqual((gan.augment.policy, r1.gamma, r1.every), ("color,translation", 0.1, 2))
 
     def test_mixed_float16_wraps_both_optimizers_in_loss_scaling(self):
         config = tu.tiny_config("ring8")
@@ -176,7 +178,7 @@ class BuildGanTest(tu.TestCase):
         config = tu.tiny_config(name, variant)
         validate(config)
         gan = train_lib.build_gan(config)
-        self.assertEqual(gan.form, config.form)
+        self.assertEqual(gan.form.name, config.form)
         self.assertEqual(gan.generator.output.shape[1:], (32, 32, 3))
 
     def test_a_builder_refusing_its_arguments_is_a_config_error(self):

@@ -6,17 +6,22 @@ curves of a resumed run continue where the killed run stopped. Per-epoch callbac
 values (`Throughput`, `Evaluation`) write them into the epoch's `logs`, so the progress bar,
 `History` and `Scalars` (placed after them) see them too. Every file is written atomically
 (`files.atomic_write`); images are rendered by `images`, TensorBoard records by `summaries`.
+`RunCallbacks.create` puts together those of a `train_lib` run.
 """
 
+import dataclasses
+import json
 import os
 import time
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tf_fusedprop.experiment import files, images, summaries
+from tf_fusedprop.experiment.config import json_values, schedule
 
-__all__ = ["BackupAndRestore", "Evaluation", "SampleGrid", "Scalars", "Throughput"]
+__all__ = ["BackupAndRestore", "Evaluation", "RunCallbacks", "SampleGrid", "Scalars", "Throughput"]
 
 
 def _global_step(model):
@@ -220,3 +225,30 @@ class BackupAndRestore(keras.callbacks.Callback):
         for name in os.listdir(self.backup_dir):
             if name.endswith(".weights.h5") and name != weights:
                 os.remove(os.path.join(self.backup_dir, name))
+
+
+@dataclasses.dataclass
+class RunCallbacks:
+    """A run's callbacks (`all`, in `fit`'s order), the ones its summary reads, and their writer."""
+
+    writer: object
+    throughput: Throughput
+    evaluation: Evaluation
+    grid: SampleGrid
+    all: list
+
+    @classmethod
+    def create(cls, config, data, out, evaluator, checkpoint, initial_epoch):
+        """The callbacks of a run of `config` on its prepared `data` (`datasets.Prepared`),
+        writing under `out`: throughput, evaluation by `evaluator` (if any), sample grids,
+        TensorBoard scalars (with the config as text), and `checkpoint` last."""
+        step = initial_epoch * schedule(config)[1]
+        writer = tf.summary.create_file_writer(os.path.join(out, "logs"))
+        with writer.as_default():
+            summaries.summary_text("config", f"```\n{json.dumps(json_values(config), indent=2)}\n```", step=step)
+        throughput = Throughput()
+        evaluation = Evaluation(evaluator, every=config.eval_every, throughput=throughput) if evaluator else None
+        latents, labels = data.grid_inputs
+        grid = SampleGrid(latents, os.path.join(out, "samples"), render=data.render, writer=writer, labels=labels)
+        everything = [throughput] + ([evaluation] if evaluation else []) + [grid, Scalars(writer), checkpoint]
+        return cls(writer, throughput, evaluation, grid, everything)

@@ -1,31 +1,38 @@
 """The training config: `validate(config)` checks every field before anything is built.
 
-The fields are documented in `configs/base.py`. Each has one entry in `FIELDS` (or, for the
-fields a dataset adds, `DATASET_FIELDS`): the check of its value alone. `RELATIONS` then
-check fields against each other, in order. Checks reuse the library's own
-(`_checks.positive_int`, `losses.get`, `networks.get`, `steps.check_form`, `datasets.get`)
-and turn their ValueError into a one-line `ConfigError` that names the field, the value
-received and what is accepted.
+The fields are documented in `configs/base.py`. The fields that configure the GAN map onto
+the library's constructors (`gan_arguments`: `loss`, `form` and `n_dis` -> `forms.get`,
+`iter_size`, `ema` -> `EMA(**ema)`, `r1` -> `R1(**r1)`, `gp` -> `GradientPenalty(**gp)`,
+`augment` -> `DiffAugment`), and the library checks them, once: `validate` builds those
+arguments and turns a ValueError into a one-line `ConfigError` naming the fields. What the
+library cannot check (the harness's own fields: the dataset, the schedule, the optimizers'
+numbers, the evaluation) has one entry each in `FIELDS` (or, for the fields a dataset adds,
+`DATASET_FIELDS`), and `RELATIONS` check fields against each other, in order.
 """
 
 import inspect
 import json
 import math
 
-from tf_fusedprop import augment as fp_augment
+from tf_fusedprop import forms as fp_forms
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import precision as fp_precision
 from tf_fusedprop import steps as fp_steps
 from tf_fusedprop._checks import positive_int
+from tf_fusedprop.augment import DiffAugment
+from tf_fusedprop.ema import EMA
 from tf_fusedprop.experiment import datasets
+from tf_fusedprop.regularizers import R1, GradientPenalty
 
 __all__ = [
     "DATASET_FIELDS",
     "FIELDS",
+    "GAN_FIELDS",
     "MIXED_PRECISION",
     "RELATIONS",
     "ConfigError",
+    "gan_arguments",
     "json_values",
     "schedule",
     "validate",
@@ -110,52 +117,11 @@ def _known(kind, names, get):
     return check
 
 
-def _get_form(name):
-    """`steps.FORMS` as a lookup like `losses.get` (the library checks forms with pairs only)."""
-    if name not in fp_steps.FORMS:
-        raise ValueError(f"Unknown training form. Received: form={name!r}.")
-    return name
-
-
 def _mixed_precision(key, value):
     _check(
         value in MIXED_PRECISION,
         f"config.{key} must be one of {', '.join(MIXED_PRECISION)}; received {key}={value!r}.",
     )
-
-
-def _optional_positive_int(key, value):
-    if value is not None:
-        _positive_int(key, value)
-
-
-def _non_negative_int(key, value):
-    _check(_is_int(value) and value >= 0, f"config.{key} must be an integer >= 0; received {key}={value!r}.")
-
-
-def _non_negative_number(key, value):
-    _check(
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0,
-        f"config.{key} must be a number >= 0 (0: off); received {key}={value!r}.",
-    )
-
-
-def _ema_decay(key, value):
-    _check(
-        value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1),
-        f"config.{key} must be None (off) or in [0, 1), e.g. 0.999; received {key}={value!r}.",
-    )
-
-
-def _augment(key, value):
-    if value:
-        try:
-            fp_augment.DiffAugment(value)
-        except (ValueError, AttributeError):
-            raise ConfigError(
-                f"config.{key} must be empty (off) or DiffAugment policies separated by commas, from "
-                f"{', '.join(fp_augment.POLICIES)}; received {key}={value!r}."
-            ) from None
 
 
 def _bool(key, value):
@@ -172,8 +138,12 @@ def _image_size(key, value):
 
 _known_dataset = _known("dataset", datasets.names, datasets.get)
 
-#: The fields of every config -> the check of the value (None: any value; `generator` and
-#: `discriminator` are checked against their builders by `RELATIONS`).
+#: The fields that configure the GAN (`gan_arguments` maps them; the library checks them).
+GAN_FIELDS = ("loss", "form", "n_dis", "iter_size", "ema", "r1", "gp", "augment")
+
+#: The fields of every config -> the check of the value (None: any value, or checked by the
+#: library through `gan_arguments`; `generator` and `discriminator` are checked against their
+#: builders by `RELATIONS`).
 FIELDS = {
     "name": None,
     "dataset": _known_dataset,
@@ -181,10 +151,7 @@ FIELDS = {
     "generator": None,
     "discriminator": None,
     "latent_dim": _positive_int,
-    "loss": _known("loss", fp_losses.names, fp_losses.get),
-    "form": _known("form", lambda: fp_steps.FORMS, _get_form),
-    "n_dis": _positive_int,
-    "iter_size": _positive_int,
+    **{key: None for key in GAN_FIELDS},
     "batch_size": _positive_int,
     "steps": _positive_int,
     "steps_per_epoch": _positive_int,
@@ -200,14 +167,50 @@ FIELDS = {
     "mixed_precision": _mixed_precision,
     "jit_compile": _bool,
     "steps_per_execution": _positive_int,
-    "num_classes": _optional_positive_int,
-    "ema_decay": _ema_decay,
-    "ema_start": _non_negative_int,
-    "augment": _augment,
-    "r1_gamma": _non_negative_number,
-    "gp_weight": _non_negative_number,
-    "reg_every": _positive_int,
+    "num_classes": None,
 }
+
+
+def gan_arguments(config):
+    """`FusedPropGAN`'s arguments (but the networks) as `config` sets them: the library's own
+    objects, built (and so checked) by the library.
+
+    Raises:
+      ConfigError: the library refused a value; one line naming the config fields.
+    """
+    builders = (
+        (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
+        (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
+        (("loss", "form"), lambda: _supported_pair(config)),
+        (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
+        (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),
+        (("r1", "gp"), lambda: {"regularizers": _regularizers(config)}),
+        (("augment",), lambda: {"augment": DiffAugment(config.augment) if config.augment else None}),
+        (("ema",), lambda: {"ema": EMA(**config.ema) if config.ema.decay is not None else None}),
+    )
+    arguments = {"seed": config.seed}
+    for keys, build in builders:
+        try:
+            arguments.update(build())
+        except (ValueError, TypeError) as err:
+            fields = ", ".join(f"config.{key}" for key in keys)
+            raise ConfigError(f"invalid {fields}: {' '.join(str(err).split())}") from None
+    return arguments
+
+
+def _supported_pair(config):
+    fp_steps.check_form(config.loss, config.form)
+    return {}
+
+
+def _num_classes(value):
+    return None if value is None else positive_int("num_classes", value)
+
+
+def _regularizers(config):
+    regularizers = [R1(**config.r1)] if config.r1.gamma else []
+    return regularizers + ([GradientPenalty(**config.gp)] if config.gp.weight else [])
+
 
 #: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.
 DATASET_FIELDS = {
@@ -250,22 +253,6 @@ def _augment_needs_images(config):
         not config.augment or datasets.get(config.dataset).image,
         f"config.augment (DiffAugment) transforms images; dataset {config.dataset!r} has none "
         f"(received augment={config.augment!r}); set --config.augment=''.",
-    )
-
-
-def _loss_supports_form(config):
-    try:
-        fp_steps.check_form(config.loss, config.form)
-    except ValueError as err:
-        raise ConfigError(
-            f"invalid (loss, form) pair: {err} (received loss={config.loss!r}, form={config.form!r})"
-        ) from None
-
-
-def _n_dis_alternating_only(config):
-    _check(
-        config.n_dis == 1 or config.form == "alternating",
-        f"config.n_dis applies to form 'alternating' only; received n_dis={config.n_dis}, form={config.form!r}.",
     )
 
 
@@ -323,8 +310,6 @@ RELATIONS = (
     _network_fits_dataset,
     _classes_fit_dataset,
     _augment_needs_images,
-    _loss_supports_form,
-    _n_dis_alternating_only,
     _batch_splits_into_micro_batches,
     _whole_epochs,
     _whole_executions,
@@ -350,5 +335,6 @@ def validate(config):
     for key, check in checks.items():
         if check is not None:
             check(key, config[key])
+    gan_arguments(config)
     for check in RELATIONS:
         check(config)

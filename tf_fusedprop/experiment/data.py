@@ -11,8 +11,9 @@ float32, a fixed leading batch axis (`drop_remainder=True`), shuffled determinis
 | ring8    | `[batch, 2]`               | R^2       | 8 Gaussians on a circle (Metz et al. 2017)  |
 | grid25   | `[batch, 2]`               | R^2       | 5x5 grid of Gaussians (Metz et al. 2017)    |
 
-`get(name, batch_size, **kwargs)` dispatches by name. The ground truth of the 2-D mixtures
-(centers and standard deviation, used to score mode coverage) is `mixture_spec(name)`.
+One function per dataset; the harness looks datasets up by name in one registry,
+`tf_fusedprop.experiment.datasets`. The ground truth of the 2-D mixtures (centers and
+standard deviation, used to score mode coverage) is `mixture_spec(name)`.
 
 TensorFlow Datasets and scikit-learn are imported lazily, so the toy pipelines do not pay
 for importing them.
@@ -36,11 +37,9 @@ __all__ = [
     "digits_array",
     "digits_labels",
     "gaussian_mixture",
-    "get",
     "grid25",
     "grid25_centers",
     "mixture_spec",
-    "names",
     "ring8",
     "ring8_centers",
 ]
@@ -109,6 +108,19 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
       ValueError: `batch_size` is not a positive int.
     """
     batch_size = positive_int("batch_size", batch_size)
+    ds = _load_cifar10(split, data_dir, seed, download)
+
+    def to_float(example):
+        image = tf.cast(example["image"], tf.float32) / 127.5 - 1.0
+        return (image, tf.cast(example["label"], tf.int32)) if labels else image
+
+    ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
+    return _finish(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
+
+
+def _load_cifar10(split, data_dir, seed, download):
+    """TFDS's `cifar10` split: prepared in `data_dir`, else downloaded there if allowed and
+    `CIFAR10_URL` answers (see `cifar10`)."""
     import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
     def load(download):
@@ -123,30 +135,23 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
         )
 
     try:
-        ds = load(download=False)
+        return load(download=False)
     except (AssertionError, tfds.core.registered.DatasetNotFoundError) as err:
         if not download:
             raise _cifar10_unavailable(data_dir, f"({type(err).__name__}), and downloads are off", tfds) from err
-        try:
-            downloads.check_reachable(CIFAR10_URL)
-        except downloads.DownloadError as offline:
-            raise _cifar10_unavailable(data_dir, f"and cannot be downloaded: {offline}", tfds) from None
-        print(
-            f"CIFAR-10 is not prepared in {_where(data_dir, tfds)}: downloading it with TFDS (~160 MB, once) ...",
-            flush=True,
-        )
-        try:
-            ds = load(download=True)
-        except Exception as failure:  # Any download or preparation failure.
-            reason = f"and its download failed ({type(failure).__name__}: {' '.join(str(failure).split())[:200]})"
-            raise _cifar10_unavailable(data_dir, reason, tfds) from failure
-
-    def to_float(example):
-        image = tf.cast(example["image"], tf.float32) / 127.5 - 1.0
-        return (image, tf.cast(example["label"], tf.int32)) if labels else image
-
-    ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
+    try:
+        downloads.check_reachable(CIFAR10_URL)
+    except downloads.DownloadError as offline:
+        raise _cifar10_unavailable(data_dir, f"and cannot be downloaded: {offline}", tfds) from None
+    print(
+        f"CIFAR-10 is not prepared in {_where(data_dir, tfds)}: downloading it with TFDS (~160 MB, once) ...",
+        flush=True,
+    )
+    try:
+        return load(download=True)
+    except Exception as failure:  # Any download or preparation failure.
+        reason = f"and its download failed ({type(failure).__name__}: {' '.join(str(failure).split())[:200]})"
+        raise _cifar10_unavailable(data_dir, reason, tfds) from failure
 
 
 def _where(data_dir, tfds):
@@ -323,34 +328,3 @@ def mixture_spec(name, std=None, **geometry):
         raise ValueError(f"Unknown mixture. Expected one of {sorted(_MIXTURES)}. Received: name={name!r}")
     centers_fn, default_std = _MIXTURES[name]
     return centers_fn(**geometry), float(default_std if std is None else std)
-
-
-# --------------------------------------------------------------------------------------------
-# Registry
-# --------------------------------------------------------------------------------------------
-
-_REGISTRY = {"cifar10": cifar10, "digits": digits, "ring8": ring8, "grid25": grid25}
-
-
-def names():
-    """The dataset names accepted by `get`, sorted."""
-    return sorted(_REGISTRY)
-
-
-def get(name, batch_size, **kwargs):
-    """The pipeline registered under `name`, called as `fn(batch_size, **kwargs)`.
-
-    Args:
-      name: one of `names()`: "cifar10", "digits", "grid25", "ring8".
-      batch_size: positive int.
-      **kwargs: keyword arguments of that pipeline (e.g. `data_dir=`, `image_size=`, `seed=`).
-
-    Returns:
-      A `tf.data.Dataset` of float32 batches with leading axis `batch_size`.
-
-    Raises:
-      ValueError: unknown `name`, or `batch_size` not a positive int.
-    """
-    if name not in _REGISTRY:
-        raise ValueError(f"Unknown dataset. Expected one of {names()}. Received: name={name!r}")
-    return _REGISTRY[name](positive_int("batch_size", batch_size), **kwargs)

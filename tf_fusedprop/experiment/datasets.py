@@ -1,7 +1,7 @@
 """What each dataset name means to the harness: one `DatasetSpec` per name, looked up once.
 
 A spec says all that `config` and `train_lib` need to know about a dataset, so that no other
-module branches on dataset names:
+module branches on dataset names (`prepare(config)` is that knowledge for one run):
 
 | dataset | sample | classes | networks | extra config fields | evaluator | sample grid |
 |---|---|---|---|---|---|---|
@@ -29,7 +29,17 @@ import numpy as np
 from tf_fusedprop import _checks
 from tf_fusedprop.experiment import data, evaluators, features, images
 
-__all__ = ["NETWORK_INPUTS", "DatasetSpec", "NetworkInputs", "get", "grid_inputs", "names", "network_inputs"]
+__all__ = [
+    "NETWORK_INPUTS",
+    "DatasetSpec",
+    "NetworkInputs",
+    "Prepared",
+    "get",
+    "grid_inputs",
+    "names",
+    "network_inputs",
+    "prepare",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +53,9 @@ class DatasetSpec:
       sample_shape: `config -> shape` of one sample.
       pipeline: `(config, seed) -> tf.data.Dataset` of training batches.
       evaluator: `config -> make`, called before anything is written (so that a bad
-        Inception path fails fast); `make(cache_dir, log)` is called once the workdir exists
-        and returns the evaluator (`evaluators`) or None.
+        Inception path fails fast); `make(cache_dir)` is called once the workdir exists and
+        returns `(evaluator, message)`: the evaluator (`evaluators`) or None, and a line to
+        print (or None).
       render: `config -> render`, the sample-grid renderer of `callbacks.SampleGrid`.
       classes: the number of classes of its labels (a conditional GAN's `num_classes`), or
         None for unlabelled data.
@@ -95,16 +106,16 @@ def _labelled(config):
 
 
 def _digits_evaluator(config):
-    def make(cache_dir, log):
+    def make(cache_dir):
         classifier = features.DigitsClassifier.load_or_train(cache_dir, image_size=config.image_size, seed=0)
-        log(
+        message = (
             f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
             f"({'trained now' if classifier.trained else 'cached'} in {cache_dir})."
         )
         cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
         real = data.digits_array(config.image_size)  # 1,797 images: their features (for KID) take ms.
         reference = features.reference_statistics(classifier, real, cache)
-        return evaluators.ImageEvaluator(
+        evaluator = evaluators.ImageEvaluator(
             classifier,
             reference,
             _evaluation_latents(config),
@@ -113,6 +124,7 @@ def _digits_evaluator(config):
             labels=_evaluation_labels(config),
             class_accuracy=True,
         )
+        return evaluator, message
 
     return make
 
@@ -155,20 +167,20 @@ def _cifar10_images(config, n):
 def _cifar10_evaluator(config):
     inception = _load_inception(config)
 
-    def make(cache_dir, log):
+    def make(cache_dir):
         if inception is None:
-            log(
+            return None, (
                 f"FID/IS off: no Inception module; pass --config.inception_path={features.InceptionFeatures.MODULE_URL} "
                 "(downloaded once) or a local copy's directory to score CIFAR-10."
             )
-            return None
         key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
         cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
         real = None if os.path.exists(cache) else _cifar10_images(config, config.eval_real_samples)
         reference = features.reference_statistics(inception, real, cache, batch_size=100)
-        return evaluators.ImageEvaluator(
+        evaluator = evaluators.ImageEvaluator(
             inception, reference, _evaluation_latents(config), "Inception", labels=_evaluation_labels(config)
         )
+        return evaluator, None
 
     return make
 
@@ -192,11 +204,11 @@ CIFAR10 = DatasetSpec(
 # --------------------------------------------------------------------------------------------
 
 
-def _mixture(name):
+def _mixture(name, pipeline):
     centers, std = data.mixture_spec(name)
 
     def evaluator(config):
-        return lambda cache_dir, log: evaluators.MixtureEvaluator(centers, std, _evaluation_latents(config))
+        return lambda cache_dir: (evaluators.MixtureEvaluator(centers, std, _evaluation_latents(config)), None)
 
     def render(config):
         extent = float(np.abs(centers).max()) * 1.25 + 0.5
@@ -207,14 +219,14 @@ def _mixture(name):
         fields=(),
         image=False,
         sample_shape=lambda config: (2,),
-        pipeline=lambda config, seed: data.get(name, config.batch_size, seed=seed),
+        pipeline=lambda config, seed: pipeline(config.batch_size, seed=seed),
         evaluator=evaluator,
         render=render,
     )
 
 
-RING8 = _mixture("ring8")
-GRID25 = _mixture("grid25")
+RING8 = _mixture("ring8", data.ring8)
+GRID25 = _mixture("grid25", data.grid25)
 
 _REGISTRY = {spec.name: spec for spec in sorted((DIGITS, CIFAR10, RING8, GRID25), key=lambda spec: spec.name)}
 
@@ -267,3 +279,48 @@ NETWORK_INPUTS = {
 def network_inputs(config):
     """`(generator kwargs, discriminator kwargs)` that `config`'s data fix for its network."""
     return NETWORK_INPUTS[config.network].kwargs(get(config.dataset).sample_shape(config))
+
+
+# --------------------------------------------------------------------------------------------
+# One dataset, prepared for one run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Prepared:
+    """What a run needs of its dataset, from one look at the config (`prepare`).
+
+    Attributes:
+      spec: the `DatasetSpec`.
+      pipeline: `seed -> tf.data.Dataset` of training batches.
+      make_evaluator: `cache_dir -> (evaluator or None, message or None)` (see `DatasetSpec`).
+      render: the sample-grid renderer.
+      grid_inputs: `(latents, labels)` of the sample grid (`grid_inputs`).
+      network_inputs: the builders' arguments that the data fix (`network_inputs`).
+    """
+
+    spec: DatasetSpec
+    pipeline: Callable
+    make_evaluator: Callable
+    render: Callable
+    grid_inputs: tuple
+    network_inputs: tuple
+
+
+def prepare(config, evaluate=True):
+    """The dataset of `config`, prepared: what bad input breaks (a CIFAR-10 Inception path that
+    is neither local nor downloadable) fails here, before anything is written. Without
+    `evaluate` (or `config.eval_samples`), `make_evaluator` makes none.
+
+    Raises:
+      tf_fusedprop.experiment.features.InceptionModuleUnavailableError: bad `config.inception_path`.
+    """
+    spec = get(config.dataset)
+    return Prepared(
+        spec=spec,
+        pipeline=functools.partial(spec.pipeline, config),
+        make_evaluator=spec.evaluator(config) if evaluate and config.eval_samples else (lambda cache_dir: (None, None)),
+        render=spec.render(config),
+        grid_inputs=grid_inputs(config),
+        network_inputs=network_inputs(config),
+    )

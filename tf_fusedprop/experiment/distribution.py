@@ -18,7 +18,7 @@ seed and keeps its replicas' rows of each global batch (`shard_by_data`: tf.data
 auto-shard policy): replica r of R gets rows [r*b, (r+1)*b) of each global batch of R*b,
 so the workers together consume exactly the batches one process would, each sample once
 per pass over the data; `FusedPropGAN` draws the latents of the global batch and each
-replica takes the same rows. Keras 3 needs two workarounds under a strategy (`fit_under`).
+replica takes the same rows. Keras 3 needs a workaround under a strategy (`fit_under`).
 
 Who writes: the chief (`is_chief`) writes the workdir and evaluates; every other worker runs
 the same callbacks (checkpoint, export, sample grid, logs) into a temporary directory of its
@@ -204,34 +204,23 @@ def check_run(config, workdir, strategy):
         )
 
 
-def fit_under(model, strategy, log=print):
-    """Makes Keras's `fit` run `model` (a `FusedPropGAN`) under `strategy`; returns the model.
+def fit_under(model, strategy):
+    """Makes Keras's `fit` run `model` under `strategy`; returns a line saying what changed, or None.
 
-    Two Keras 3 failures under tf.distribute are worked around here. On several replicas a
-    loop of `steps_per_execution` > 1 steps fails ("You must feed a value for placeholder
-    tensor", keras-team/keras#19246; a plain `Sequential` fails too), so such a model runs one
-    step per execution (the same updates; `log` says so; the config is unchanged). Under a
-    multi-worker strategy Keras reduces each step's metric results with
-    `strategy.reduce("MEAN", value, axis=0)`, which fails on the scalars every model returns
-    ("Invalid reduction dimension 0 for input with 0 dimensions", tensorflow/tensorflow#72388;
-    `distribute_reduction_method` is not consulted), so each step value becomes a vector of
-    one element, whose mean over axis 0 is the mean over all replicas of all workers. The
-    epoch's logs (callbacks, TensorBoard, summary) are read from the metric variables as usual.
+    On several replicas a loop of `steps_per_execution` > 1 steps fails in Keras 3 ("You must
+    feed a value for placeholder tensor", keras-team/keras#19246; a plain `Sequential` fails
+    too), so such a model runs one step per execution (the same updates; the config is
+    unchanged). (The other Keras failure under several workers, the reduction of scalar step
+    results, `FusedPropGAN.train_step` handles itself.)
     """
     if strategy.num_replicas_in_sync > 1 and model.steps_per_execution > 1:
-        log(
+        note = (
             f"steps_per_execution {model.steps_per_execution} -> 1 on {strategy.num_replicas_in_sync} replicas "
             "(Keras's multi-step loop fails under tf.distribute, keras-team/keras#19246)."
         )
         model.steps_per_execution = 1
-    if facts(strategy)["workers"] > 1:
-        train_step = model.train_step
-
-        def one_element_train_step(data):
-            return {name: tf.reshape(value, [1]) for name, value in train_step(data).items()}
-
-        model.train_step = one_element_train_step
-    return model
+        return note
+    return None
 
 
 def shard_by_data(dataset):

@@ -1,5 +1,8 @@
 """The run directory: which one a run uses, whether it may run there, and its `config.json`.
 
+`find(config, workdir)` is the run's `Workdir` (its path, and its summary if it is complete);
+`Workdir.start` creates it when training starts.
+
 A workdir belongs to one config: `config.json` is written when the run starts, a rerun with
 the same config resumes it (`callbacks.BackupAndRestore`), another config is refused, and a
 finished run (`summary.json`) is not trained again. Only the learning rates (`RESUMABLE_CHANGES`)
@@ -7,6 +10,7 @@ may differ on a rerun, e.g. to resume a diverged run more gently: `record_learni
 appends the change to `learning_rates.json` and `config.json` takes the new rates.
 """
 
+import dataclasses
 import datetime
 import glob
 import os
@@ -16,9 +20,11 @@ from tf_fusedprop.experiment.config import ConfigError, json_values
 
 __all__ = [
     "RESUMABLE_CHANGES",
+    "Workdir",
     "completed_run",
     "default_workdir",
     "describe_learning_rate_change",
+    "find",
     "learning_rate_changes",
     "make_workdir",
     "record_learning_rates",
@@ -157,3 +163,54 @@ def describe_learning_rate_change(workdir, change):
     rates = ", ".join(f"{key} {change[key]['from']:g} -> {change[key]['to']:g}" for key in RESUMABLE_CHANGES)
     start = f"from epoch {change['epoch']} (step {change['step']})" if change["epoch"] else "from the start"
     return f"Learning rates changed {start}: {rates}; recorded in {os.path.join(workdir, LEARNING_RATES)}."
+
+
+@dataclasses.dataclass
+class Workdir:
+    """A run's directory, found for one config (`find`).
+
+    Attributes:
+      path: the directory.
+      config: the run's config.
+      summary: the finished run's summary, or None while it is to be trained.
+    """
+
+    path: str
+    config: object
+    summary: dict = None
+
+    @property
+    def summary_path(self):
+        """Where the run's `summary.json` is (or will be)."""
+        return os.path.join(self.path, SUMMARY)
+
+    @property
+    def backup_dir(self):
+        """The directory of the run's checkpoints."""
+        return os.path.join(self.path, "backup")
+
+    @property
+    def cache_dir(self):
+        """Where the evaluation models and statistics go: `config.cache_dir`, else `cache/` here."""
+        return self.config.cache_dir or os.path.join(self.path, "cache")
+
+    def start(self, out, checkpoint=None):
+        """Creates `out` (this process's output: the workdir on the chief) with its `config.json`;
+        on the chief, records a learning-rate change of this rerun (`record_learning_rates`,
+        from the `checkpoint` metadata it resumes from) and returns it, else None.
+
+        Raises:
+          ConfigError: `out` cannot be written.
+        """
+        make_workdir(out, self.config)
+        return record_learning_rates(self.path, self.config, checkpoint) if out == self.path else None
+
+
+def find(config, workdir=None, runs_root="runs"):
+    """The `Workdir` of `config`: `workdir`, else `default_workdir(config, runs_root)`.
+
+    Raises:
+      ConfigError: the directory holds a run of another config (`completed_run`).
+    """
+    path = os.fspath(workdir) if workdir is not None else default_workdir(config, runs_root)
+    return Workdir(path, config, completed_run(path, config))

@@ -14,7 +14,7 @@ def get_base_config():
     | generator, discriminator | extra keyword arguments of the network builders (widths...) |
     | latent_dim | size of z |
     | loss, form | a loss of `tf_fusedprop.losses` and a training form (`tf_fusedprop.forms.FORMS`) |
-    | n_dis | D updates per G update (form=alternating only) |
+    | n_dis | D updates per G update; with a simultaneous form the first n_dis - 1 are D-only steps |
     | iter_size | micro-batches per update (gradient accumulation) |
     | batch_size | real samples per update (split into iter_size micro-batches) |
     | steps | total G updates |
@@ -33,8 +33,9 @@ def get_base_config():
     | augment | `tf_fusedprop.DiffAugment` policies, e.g. "translation,cutout,color"; "" for none |
     | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
     | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
+    | lookahead.every, lookahead.alpha | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step |
 
-    The sub-dicts `ema`, `r1` and `gp` are the keyword arguments of the objects they configure
+    The sub-dicts `ema`, `r1`, `gp` and `lookahead` are the keyword arguments of the objects they configure
     (`tf_fusedprop.experiment.config.gan_arguments`), which check them.
     """
     config = config_dict.ConfigDict()
@@ -68,6 +69,7 @@ def get_base_config():
     config.augment = ""
     config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})
+    config.lookahead = config_dict.ConfigDict({"every": 0, "alpha": 0.5})
     return config
 
 

@@ -114,6 +114,43 @@ class ExactStepTest(tu.TestCase):
             self.assertAllClose(actual, want, rtol=1e-6, atol=1e-7)
 
 
+class NDisTest(tu.TestCase):
+    """n_dis > 1 with a simultaneous form: n_dis - 1 D steps, then one SimGD step of both players."""
+
+    @parameterized.product(form=("fused", "inverse", "simultaneous"), iter_size=(1, 2))
+    def test_equals_d_steps_then_compute_gradients_at_the_same_latents(self, form, iter_size):
+        lr, n_dis = 0.1, 3
+        keras.utils.set_random_seed(0)
+        gan = LatentsFromList(
+            tu.tiny_generator(batch_norm=False),
+            tu.tiny_discriminator(),
+            loss="least_squares",
+            form=fp.forms.get(form, n_dis=n_dis),
+            iter_size=iter_size,
+            seed=7,
+        )
+        gan.compile(d_optimizer=keras.optimizers.SGD(lr), g_optimizer=keras.optimizers.SGD(lr))
+        real = tf.constant(images(8))
+        latents = [tf.constant(np.random.default_rng(i).normal(size=(8, tu.LATENT)), tf.float32) for i in range(3)]
+        start = weights(gan)
+        d_vars, g_vars = gan.discriminator.trainable_variables, gan.generator.trainable_variables
+        for z in latents[:-1]:
+            step = fp.steps.discriminator_step(gan.generator, gan.discriminator, fp.Batch(real, z), "least_squares")
+            for variable, grad in zip(d_vars, step.d_grads):
+                variable.assign_sub(lr * grad)
+        d_grads, g_grads = fp.compute_gradients(
+            gan.generator, gan.discriminator, real, latents[-1], "least_squares", form
+        )
+        expected = [w - lr * g.numpy() for w, g in zip(weights(gan), list(d_grads) + list(g_grads))]
+        for variable, value in zip(d_vars + g_vars, start):
+            variable.assign(value)
+        gan.use_latents(latents)
+        gan.train_step(real)
+        self.assertEqual((int(gan.d_optimizer.iterations), int(gan.g_optimizer.iterations)), (n_dis, 1))
+        for actual, want in zip(weights(gan), expected):
+            self.assertAllClose(actual, want, rtol=1e-5, atol=1e-6)
+
+
 class AccumulationTest(tu.TestCase):
     @parameterized.parameters("fused", "inverse", "alternating")
     def test_iter_size_4_equals_one_big_batch_with_adam(self, form):
@@ -194,8 +231,8 @@ class ErrorTest(tu.TestCase):
         generator, discriminator = tu.tiny_generator(), tu.tiny_discriminator()
         with self.assertRaisesRegex(ValueError, "Received: iter_size=0"):
             fp.FusedPropGAN(generator, discriminator, iter_size=0)
-        with self.assertRaisesRegex(ValueError, "n_dis applies to form='alternating' only"):
-            fp.FusedPropGAN(generator, discriminator, form=fp.forms.get("fused", n_dis=5))
+        with self.assertRaisesRegex(ValueError, "Received: n_dis=0"):
+            fp.FusedPropGAN(generator, discriminator, form=fp.forms.get("fused", n_dis=0))
         with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'"):
             fp.FusedPropGAN(generator, discriminator, loss="hinge")
 

@@ -3,7 +3,7 @@
 The core: `ops` (custom-gradient primitives), `losses`, `layers` (InvFusedProp-capable
 layers), `steps` (the pure one-step functions), `forms` (what one training step does, per
 form), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugins (`R1`,
-`GradientPenalty`, `DiffAugment`, `EMA`), `update` (what follows the gradients),
+`GradientPenalty`, `DiffAugment`, `EMA`, `Lookahead`), `update` (what follows the gradients),
 `GradientAccumulator`, and reference `networks`. The experiment harness behind `train.py`
 (data, metrics, callbacks, the training job) lives in `tf_fusedprop.experiment`.
 """
@@ -15,6 +15,7 @@ from tf_fusedprop.batch import Batch
 from tf_fusedprop.ema import EMA
 from tf_fusedprop.forms import Alternating, Simultaneous, SinglePass
 from tf_fusedprop.gan import FusedPropGAN
+from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.ops import scale_gradient
 from tf_fusedprop.regularizers import R1, GradientPenalty
 from tf_fusedprop.steps import FORMS, compute_gradients
@@ -28,6 +29,7 @@ __all__ = [
     "FusedPropGAN",
     "GradientAccumulator",
     "GradientPenalty",
+    "Lookahead",
     "R1",
     "SinglePass",
     "Simultaneous",

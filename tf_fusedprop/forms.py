@@ -7,8 +7,12 @@ computation), with a function that forms the gradients of the players it updates
 | form | phases of one step |
 |---|---|
 | `Alternating(n_dis)` | `n_dis` x D (`discriminator_step`, fresh latents each), then G (`generator_step`, fresh latents) |
-| `SinglePass("fused" / "inverse" / "adaptive")` | both players from one forward and one backward pass (`simgd_step`) |
-| `Simultaneous()` | both players from one forward and two backward passes (two-pass SimGD, the reference) |
+| `SinglePass("fused" / "inverse" / "adaptive", n_dis)` | `n_dis - 1` x D, then both players from one forward and one backward pass (`simgd_step`) |
+| `Simultaneous(n_dis)` | `n_dis - 1` x D, then both players from one forward and two backward passes (two-pass SimGD, the reference) |
+
+With `n_dis > 1` a simultaneous form's first `n_dis - 1` D updates are conventional D steps
+(fresh latents each), and its last one updates both players from one pass: the paper's
+limitation (no n_dis for FusedProp) removed, at the cost of one D step per extra D update.
 
 `get("fused")` (or any name of `steps.FORMS`) gives the form of that name.
 """
@@ -71,7 +75,7 @@ class Form:
     """A training form: a name, its phases, and the checks of what it can train.
 
     Args:
-      n_dis: D updates per G update.
+      n_dis: D updates per G update (per step).
     """
 
     name = None
@@ -80,11 +84,6 @@ class Form:
 
     def __init__(self, n_dis=1):
         self.n_dis = positive_int("n_dis", n_dis)
-        if self.n_dis != 1 and self.name != "alternating":
-            raise ValueError(
-                f"n_dis applies to form='alternating' only (a simultaneous step updates both "
-                f"players once). Received: n_dis={n_dis}, form={self.name!r}."
-            )
 
     @property
     def phases(self):

@@ -12,6 +12,7 @@ from tf_fusedprop.accumulation import accumulate, accumulators
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.batch import Sampler, unpack
 from tf_fusedprop.ema import EMA
+from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.seeds import SeedStream
 from tf_fusedprop.update import DivergenceRecord, Updater
 
@@ -50,7 +51,12 @@ _EXAMPLES = {
     "Regularizer": "regularizers=[tf_fusedprop.R1(0.1, every=16)]",
     "DiffAugment": "augment=tf_fusedprop.DiffAugment('translation,cutout,color')",
     "EMA": "ema=tf_fusedprop.EMA(0.999)",
+    "Lookahead": "lookahead=tf_fusedprop.Lookahead(every=10, alpha=0.5)",
 }
+
+
+def _trainable(models):
+    return [v for model in models.values() for v in model.trainable_variables]
 
 
 def _seed_streams(seed, sampler, regularizers, augment):
@@ -73,7 +79,7 @@ class FusedPropGAN(keras.Model):
     D updates, G updates, or one update of both) draw the latents (`batch.Sampler`), form the
     gradients over the micro-batches (`accumulation`) with the step plugins bound to this step,
     and apply them (`update.Updater`: loss scaling, the non-finite skip, the divergence
-    record); after the phases, the EMA update; then the metrics.
+    record); around the phases, the Lookahead cycle, then the EMA update; then the metrics.
 
     With `iter_size=k` each batch is split into k micro-batches processed one after another,
     both players' gradients accumulated and each optimizer applied once (`optimizer.iterations`
@@ -105,6 +111,8 @@ class FusedPropGAN(keras.Model):
       augment: a `DiffAugment` applied to D's real and fake inputs, or None.
       ema: an `EMA(decay, start)`: keep `ema_generator`, an exponential moving average of G,
         which `sampling_generator` and `export_generator` use; None: off.
+      lookahead: a `Lookahead(every, alpha)`: both players' weights jump back jointly towards
+        slow copies every `every` steps (Lookahead-minmax); None: off.
 
     Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`.
     """
@@ -122,6 +130,7 @@ class FusedPropGAN(keras.Model):
         regularizers=(),
         augment=None,
         ema=None,
+        lookahead=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -137,13 +146,16 @@ class FusedPropGAN(keras.Model):
         self.regularizers = tuple(_plugin("regularizers", r, fp_regularizers.Regularizer) for r in regularizers)
         self.augment = None if augment is None else _plugin("augment", augment, DiffAugment)
         self.ema = None if ema is None else _plugin("ema", ema, EMA)
+        self.lookahead = None if lookahead is None else _plugin("lookahead", lookahead, Lookahead)
         self._streams = _seed_streams(seed, self.sampler, self.regularizers, self.augment)
         # Tracked, so that `variables` (and snapshots of them) include the streams' states.
         self.seed_generators = [stream.generator for stream in self._streams.values()]
         self.ema_generator = None if ema is None else ema.attach(generator, self.sampler.example_inputs(1))
         divergence = DivergenceRecord()
         self.first_nonfinite = divergence.variable
-        self.updater = Updater(models, divergence, self.ema)
+        # Tracked, so that the slow weights are saved and restored with the model.
+        self.lookahead_weights = [] if lookahead is None else lookahead.attach(_trainable(models))
+        self.updater = Updater(models, divergence, self.ema, self.lookahead)
         self._accumulators = accumulators(models, self.iter_size)
         self._trackers = {name: keras.metrics.Mean(name=name) for name in LOGS}
         self.d_optimizer = self.g_optimizer = None
@@ -191,6 +203,7 @@ class FusedPropGAN(keras.Model):
             )
         real, real_labels = unpack(data, self.num_classes)
         logs = {}
+        self.updater.start_step()
         for phase in self.form.phases:
             grads, phase_logs = self._gradients(phase, self.sampler.batch(real, real_labels))
             self.updater.apply(grads, phase_logs)
@@ -269,13 +282,14 @@ class FusedPropGAN(keras.Model):
             "regularizers": _serialized(self.regularizers),
             "augment": _serialized([self.augment])[0] if self.augment is not None else None,
             "ema": _serialized([self.ema])[0] if self.ema is not None else None,
+            "lookahead": _serialized([self.lookahead])[0] if self.lookahead is not None else None,
         }
 
     @classmethod
     def from_config(cls, config):
         """Inverse of `get_config`."""
         config = dict(config)
-        for key in ("generator", "discriminator", "augment", "ema"):
+        for key in ("generator", "discriminator", "augment", "ema", "lookahead"):
             config[key] = keras.saving.deserialize_keras_object(config.get(key))
         config["regularizers"] = [keras.saving.deserialize_keras_object(r) for r in config.get("regularizers", [])]
         return cls(**config)

@@ -4,8 +4,9 @@
 and, in this order: checks that each player's loss and gradients are finite (all replicas
 agree), records the first non-finite update (`DivergenceRecord`), makes a loss-scaled update
 skip every player together when any gradient is not finite, averages over replicas, and applies
-each player's optimizer. `Updater.finish_step` then runs what follows a whole step: the
-Lookahead jump (`tf_fusedprop.lookahead`) and the EMA generator's update (`tf_fusedprop.ema`).
+each player's optimizer. `Updater.start_step` and `finish_step` run what comes before and
+after a whole step: the start and the joint jump of a Lookahead cycle
+(`tf_fusedprop.lookahead`), then the EMA generator's update (`tf_fusedprop.ema`).
 
 Loss scaling (mixed_float16) uses Keras's public `LossScaleOptimizer` API: `scale_loss`
 multiplies the objective before the backward pass; the optimizer's `apply_gradients` unscales,
@@ -133,6 +134,11 @@ class Updater:
             if count > 1:  # the optimizer sums gradients over replicas; we want their mean
                 player_grads = [g / count for g in player_grads]
             self.optimizers[player].apply_gradients(zip(player_grads, self.models[player].trainable_variables))
+
+    def start_step(self):
+        """Before the phases of a step: the start of a Lookahead cycle (when due)."""
+        if self.lookahead is not None:
+            self.lookahead.start(self.step)
 
     def finish_step(self):
         """After all phases of a step: the Lookahead jump (when due), then the EMA update."""

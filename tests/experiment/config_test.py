@@ -54,7 +54,7 @@ class ValidateTest(tu.TestCase):
         ),
         ("ring8", "loss", "l2", r"invalid config.loss: Unknown GAN loss. Received: loss='l2'. Valid names: minimax"),
         ("ring8", "form", "fast", r"invalid config.form, config.n_dis: Unknown training form. Received: form='fast'"),
-        ("ring8", "n_dis", 5, r"n_dis applies to form='alternating' only .*Received: n_dis=5"),
+        ("ring8", "n_dis", 0, r"invalid config.form, config.n_dis: n_dis must be a positive integer.*n_dis=0"),
         ("ring8", "iter_size", 0, r"invalid config.iter_size: .*Received: iter_size=0"),
         ("ring8", "iter_size", 3, r"divisible by config.iter_size; received batch_size=8, iter_size=3"),
         (
@@ -90,6 +90,13 @@ class ValidateTest(tu.TestCase):
         ("digits", "ema.decay", 1.0, r"invalid config.ema: The EMA decay must be in \[0, 1\). Received: decay=1.0"),
         ("digits", "ema.start", -1, r"invalid config.ema: .*start must be an integer >= 0"),
         ("digits", "r1.gamma", -1.0, r"invalid config.r1, config.gp: R1 needs gamma > 0. Received: gamma=-1.0"),
+        (
+            "ring8",
+            "lookahead",
+            config_dict.ConfigDict({"every": 10, "alpha": 0.0}),
+            r"invalid config.lookahead: Lookahead's alpha must be in \(0, 1\]. Received: alpha=0.0",
+        ),
+        ("ring8", "lookahead.every", -1, r"invalid config.lookahead: .*every must be a positive integer"),
         ("digits", "gp.weight", -10.0, r"invalid config.r1, config.gp: GradientPenalty needs weight > 0"),
         (
             "digits",

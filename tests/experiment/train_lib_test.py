@@ -109,6 +109,7 @@ class TrainTest(tu.TestCase):
         config = tu.tiny_config("digits", cache_dir=self.cache_dir)
         config.update(augment="translation,color", mixed_precision="float32")
         config.ema.decay, config.r1.gamma, config.r1.every = 0.9, 0.1, 2
+        config.lookahead.every = 2
         directory = self.get_temp_dir()
         summary, printed = quiet_train(config, directory)
         self.assertEqual(summary["precision"], {"policy": "float32", "reason": "set explicitly"})
@@ -119,6 +120,7 @@ class TrainTest(tu.TestCase):
         self.assertEqual(gan.ema.decay, 0.9)
         (r1,) = gan.regularizers
         self.assertEqual((gan.augment.policy, r1.gamma, r1.every), ("color,translation", 0.1, 2))
+        self.assertEqual((gan.lookahead.every, gan.lookahead.alpha), (2, 0.5))
 
     def test_mixed_float16_wraps_both_optimizers_in_loss_scaling(self):
         config = tu.tiny_config("ring8")

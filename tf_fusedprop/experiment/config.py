@@ -3,7 +3,7 @@
 The fields are documented in `configs/base.py`. The fields that configure the GAN map onto
 the library's constructors (`gan_arguments`: `loss`, `form` and `n_dis` -> `forms.get`,
 `iter_size`, `ema` -> `EMA(**ema)`, `r1` -> `R1(**r1)`, `gp` -> `GradientPenalty(**gp)`,
-`augment` -> `DiffAugment`), and the library checks them, once: `validate` builds those
+`augment` -> `DiffAugment`, `lookahead` -> `Lookahead(**lookahead)`), and the library checks them, once: `validate` builds those
 arguments and turns a ValueError into a one-line `ConfigError` naming the fields. What the
 library cannot check (the harness's own fields: the dataset, the schedule, the optimizers'
 numbers, the evaluation) has one entry each in `FIELDS` (or, for the fields a dataset adds,
@@ -23,6 +23,7 @@ from tf_fusedprop._checks import positive_int
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.ema import EMA
 from tf_fusedprop.experiment import datasets
+from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.regularizers import R1, GradientPenalty
 
 __all__ = [
@@ -139,7 +140,7 @@ def _image_size(key, value):
 _known_dataset = _known("dataset", datasets.names, datasets.get)
 
 #: The fields that configure the GAN (`gan_arguments` maps them; the library checks them).
-GAN_FIELDS = ("loss", "form", "n_dis", "iter_size", "ema", "r1", "gp", "augment")
+GAN_FIELDS = ("loss", "form", "n_dis", "iter_size", "ema", "r1", "gp", "augment", "lookahead")
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -187,6 +188,7 @@ def gan_arguments(config):
         (("r1", "gp"), lambda: {"regularizers": _regularizers(config)}),
         (("augment",), lambda: {"augment": DiffAugment(config.augment) if config.augment else None}),
         (("ema",), lambda: {"ema": EMA(**config.ema) if config.ema.decay is not None else None}),
+        (("lookahead",), lambda: {"lookahead": Lookahead(**config.lookahead) if config.lookahead.every else None}),
     )
     arguments = {"seed": config.seed}
     for keys, build in builders:

@@ -37,6 +37,11 @@ scratch (a resumed run would retrace, and its training seconds would restart: it
 not compare). A `results.json` that holds a run of another config
 (e.g. `configs/` changed) is refused: pass another `--out`.
 
+Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
+(`STABILIZERS`), each a row per form, alternating included; the ratio "vs alternating" is
+always against alternating at the shipped defaults. E.g.
+`--stabilizers=defaults,lookahead10 --define_stabilizer=la20:lookahead.every=20,lookahead.alpha=0.5`.
+
 Thresholds (time to reach; the first evaluation that meets it): ring8, 8/8 modes with >= 80%
 high-quality samples; grid25, >= 24/25 modes; digits, FID <= 8 (about twice the final FID of
 a 3,600-step run; reached in the first third of a run).
@@ -127,16 +132,34 @@ COLORS = {
 }
 
 
+#: Stabilizers: named changes of the shipped config (`KEY: VALUE`, dotted keys), each a row
+#: per form of the table, alternating included (the comparison stays honest). "defaults" is
+#: the shipped config itself; `--define_stabilizer` adds others for one invocation.
+STABILIZERS = {
+    "defaults": {},
+    "no_lookahead": {"lookahead.every": 0},
+    "lookahead10": {"lookahead.every": 10, "lookahead.alpha": 0.5},
+    "beta1_0": {"beta1": 0.0},
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
     task: str
     loss: str
     form: str
     seed: int
+    stabilizer: str = "defaults"
 
     @property
     def id(self):
-        return f"{self.task}-{self.loss}-{self.form}-s{self.seed}"
+        form = self.form if self.stabilizer == "defaults" else f"{self.form}+{self.stabilizer}"
+        return f"{self.task}-{self.loss}-{form}-s{self.seed}"
+
+    @property
+    def row(self):
+        """The table row's form label: the form, and its stabilizer unless the defaults."""
+        return self.form if self.stabilizer == "defaults" else f"{self.form}+{self.stabilizer}"
 
 
 def _define_flags():
@@ -154,6 +177,15 @@ def _define_flags():
     )
     flags.DEFINE_integer("seeds", 0, "seeds per task (0: SEEDS, or QUICK_SEEDS with --quick)", flag_values=values)
     flags.DEFINE_multi_string("override", [], "KEY=VALUE set in every run's config (dotted keys)", flag_values=values)
+    flags.DEFINE_list(
+        "stabilizers", ["defaults"], "rows per form: names of STABILIZERS (or --define_stabilizer)", flag_values=values
+    )
+    flags.DEFINE_multi_string(
+        "define_stabilizer",
+        [],
+        "NAME:KEY=VALUE,KEY=VALUE... a stabilizer for this invocation, e.g. la20:lookahead.every=20",
+        flag_values=values,
+    )
     flags.DEFINE_bool(
         "report_only", False, "only rewrite results.md and quality.png from results.json", flag_values=values
     )
@@ -166,16 +198,29 @@ def _define_flags():
 # --------------------------------------------------------------------------------------------
 
 
-def plan(tasks, forms, seeds, losses=("nonsaturating", "hinge")):
-    """The runs in seed-major order: every (task, loss, form) of seed 0, then of seed 1..."""
+def plan(tasks, forms, seeds, losses=("nonsaturating", "hinge"), stabilizers=("defaults",)):
+    """The runs in seed-major order: every (task, loss, form, stabilizer) of seed 0, then of seed 1..."""
     runs = []
     for seed in range(max(seeds[t] for t in tasks)):
         for task in tasks:
             variants = [("nonsaturating", f) for f in FORMS if f in forms and "nonsaturating" in losses]
             if task == HINGE_TASK and "hinge" in losses:
                 variants += [("hinge", f) for f in HINGE_FORMS if f in forms]
-            runs += [Run(task, loss, form, seed) for loss, form in variants if seed < seeds[task]]
+            runs += [
+                Run(task, loss, form, seed, stabilizer)
+                for loss, form in variants
+                for stabilizer in stabilizers
+                if seed < seeds[task]
+            ]
     return runs
+
+
+def define_stabilizer(text):
+    """`(name, changes)` of `NAME:KEY=VALUE,KEY=VALUE`; raises ConfigError for another shape."""
+    name, sep, body = text.partition(":")
+    if not sep or not name or not body:
+        raise ConfigError(f"--define_stabilizer takes NAME:KEY=VALUE,KEY=VALUE; received {text!r}.")
+    return name, dict(_parse_override(item) for item in body.split(","))
 
 
 def _parse_override(text):
@@ -189,14 +234,24 @@ def _parse_override(text):
     return key, value
 
 
-def make_config(run, quick=False, overrides=(), cache_dir=None):
-    """`configs/<task>.py`'s config with the run's loss, form and seed (and --quick's sizes,
-    the overrides); validated."""
+def make_config(run, quick=False, overrides=(), cache_dir=None, stabilizers=None):
+    """`configs/<task>.py`'s config with the run's loss, form and seed, its stabilizer's changes
+    (from `stabilizers`, default STABILIZERS), and --quick's sizes and the overrides; validated."""
     config = CONFIGS[run.task].get_config()
     config.loss, config.form, config.seed, config.cache_dir = run.loss, run.form, run.seed, cache_dir
     if quick:
         config.update(QUICK[run.task])
-    for key, value in map(_parse_override, overrides):
+    changes = (stabilizers or STABILIZERS).get(run.stabilizer)
+    if changes is None:
+        raise ConfigError(f"unknown stabilizer {run.stabilizer!r}; known: {', '.join(stabilizers or STABILIZERS)}.")
+    _set_fields(config, [*changes.items(), *map(_parse_override, overrides)])
+    validate(config)
+    return config
+
+
+def _set_fields(config, changes):
+    """`config.<dotted key> = value` for each `(key, value)`; ConfigError for an unknown key or type."""
+    for key, value in changes:
         *parents, last = key.split(".")
         node = config
         for parent in parents:
@@ -207,8 +262,6 @@ def make_config(run, quick=False, overrides=(), cache_dir=None):
             node[last] = float(value) if isinstance(node[last], float) and isinstance(value, int) else value
         except TypeError as err:
             raise ConfigError(f"--override {key}={value!r}: {err}") from None
-    validate(config)
-    return config
 
 
 def _comparable(config_values):
@@ -289,6 +342,8 @@ def record(run, config, summary, history, wall_seconds, error=None, workdir=None
         "task": run.task,
         "loss": run.loss,
         "form": run.form,
+        "stabilizer": run.stabilizer,
+        "row": run.row,
         "seed": run.seed,
         "status": status,
         "diverged": diverged_at is not None,
@@ -395,17 +450,23 @@ def environment():
     }
 
 
+def _row(record):
+    return record.get("row", record["form"])
+
+
 def _groups(records):
-    """`{(task, loss): {form: [records]}}` in the table's order."""
+    """`{(task, loss): {row: [records]}}` in the table's order: forms in FORMS' order, each with
+    its stabilizers in the order they first appear (a row is a form and its stabilizer)."""
     order = [(t, "nonsaturating") for t in CONFIGS] + [(HINGE_TASK, "hinge")]
     groups = {}
     for task, loss in order + sorted({(r["task"], r["loss"]) for r in records} - set(order)):
-        forms = {
-            form: [r for r in records if (r["task"], r["loss"], r["form"]) == (task, loss, form)] for form in FORMS
-        }
-        forms = {form: runs for form, runs in forms.items() if runs}
-        if forms:
-            groups[task, loss] = forms
+        matching = [r for r in records if (r["task"], r["loss"]) == (task, loss)]
+        first = {}
+        for index, r in enumerate(matching):
+            first.setdefault(_row(r), (FORMS.index(r["form"]), index))
+        rows = {row: [r for r in matching if _row(r) == row] for row in sorted(first, key=first.get)}
+        if rows:
+            groups[task, loss] = rows
     return groups
 
 
@@ -444,7 +505,7 @@ def summarize(records):
             reach = [time_to_threshold(r) for r in runs]
             seconds = _median_or_none([None if x is None else x[0] for x in reach])
             steps = _median_or_none([None if x is None else x[1] for x in reach])
-            if form == "alternating":
+            if form == "alternating":  # the reference: alternating at the shipped defaults
                 reference = seconds
             finals = [r["final"] for r in runs if r["final"]]
             train = [r["train_seconds"] for r in runs if r["status"] == "done" and r["train_seconds"]]
@@ -481,7 +542,7 @@ def markdown(records, environment_, grid):
         f"{' '.join(environment_['cpu_flags'])}), TF {environment_['tensorflow']}, Keras {environment_['keras']}, "
         f"oneDNN {environment_['onednn']}.",
         "",
-        "| task | loss | form | runs | diverged | final metric | second metric | reached threshold "
+        "| task | loss | form (+ stabilizer) | runs | diverged | final metric | second metric | reached threshold "
         "| median s to threshold | vs alternating | median G updates to threshold | training s per run |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -540,9 +601,12 @@ def figure(records, path):
     fig, axes = plt.subplots(2, len(groups), figsize=(max(4.3 * len(groups), 6.0), 7.4), squeeze=False)
     for column, ((task, loss), forms) in enumerate(groups.items()):
         metric, ylabel, scale, line, (low, high), log = TASKS[task].plot
+        stabilizers = list(dict.fromkeys(r.get("stabilizer", "defaults") for runs in forms.values() for r in runs))
         for form, runs in forms.items():
             steps, seconds, mean, std = _curve(runs, metric, scale)
             diverged = sum(r["diverged"] for r in runs)
+            base, stabilizer = runs[0]["form"], runs[0].get("stabilizer", "defaults")
+            style = ("-", "--", ":", "-.")[stabilizers.index(stabilizer) % 4]
             label = (
                 f"{form} ({len(runs)} seed{'s' if len(runs) > 1 else ''}{f', {diverged} diverged' if diverged else ''})"
             )
@@ -551,18 +615,18 @@ def figure(records, path):
                 ax.plot(
                     x,
                     mean,
-                    color=COLORS[form],
+                    color=COLORS[base],
                     label=label,
                     linewidth=1.6,
                     marker="o",
                     markersize=2.5,
-                    linestyle="--" if form == "simultaneous" else "-",
+                    linestyle=style,
                 )
                 ax.fill_between(
                     x,
                     np.clip(mean - std, low, high),
                     np.clip(mean + std, low, high),
-                    color=COLORS[form],
+                    color=COLORS[base],
                     alpha=0.15,
                     linewidth=0,
                 )
@@ -679,6 +743,16 @@ def run(argv):
         + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
         + (f"; overrides {', '.join(values.override)}" if values.override else "")
     )
+    try:
+        stabilizers = {**STABILIZERS, **dict(map(define_stabilizer, values.define_stabilizer))}
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if values.stabilizers != ["defaults"]:
+        grid += "; stabilizers " + ", ".join(
+            f"{name} ({', '.join(f'{k}={v}' for k, v in stabilizers.get(name, {}).items()) or 'the shipped config'})"
+            for name in values.stabilizers
+        )
     if values.report_only:
         write_results(out, list(records.values()), stored.get("environment", env), stored.get("grid", grid))
         print(f"Rewrote {out}/results.md and quality.png from {len(records)} runs.")
@@ -686,8 +760,8 @@ def run(argv):
 
     try:
         runs = [
-            (r, make_config(r, values.quick, values.override, os.path.join(out, "cache")))
-            for r in plan(values.tasks, values.forms, seeds, values.losses)
+            (r, make_config(r, values.quick, values.override, os.path.join(out, "cache"), stabilizers))
+            for r in plan(values.tasks, values.forms, seeds, values.losses, values.stabilizers)
         ]
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

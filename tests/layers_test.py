@@ -187,6 +187,17 @@ class SpectralNormTest(tu.TestCase):
         layer(x, training=True)
         self.assertNotAllClose(layer.sn_u, before)
 
+    def test_u_keeps_the_layers_variable_dtype_and_at_least_float32(self):
+        for policy, expected in (("float64", "float64"), ("float32", "float32"), ("mixed_bfloat16", "float32")):
+            layer = build(layers.Dense(3, spectral_norm=True, dtype=policy), [2, 5])
+            u = layer.sn_u.numpy()
+            layer(tf.ones([2, 5], "float64" if policy == "float64" else "float32"), training=True)
+            self.assertEqual((policy, layer.sn_u.dtype), (policy, expected))
+            if policy == "float64":  # the power iteration in float64: not rounded to float32
+                w = layer.kernel.numpy()
+                v = w @ u / np.linalg.norm(w @ u)
+                self.assertAllClose(layer.sn_u, w.T @ v / np.linalg.norm(w.T @ v), rtol=1e-12, atol=1e-14)
+
     def test_power_iteration_converges_to_largest_singular_value(self):
         layer = build(layers.Dense(4, spectral_norm=True, use_bias=False), [1, 6])
         for _ in range(100):

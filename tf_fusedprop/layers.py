@@ -60,9 +60,12 @@ class _FusedPropLayer:
             # accumulation's loop), and every replica computes the same u from the same mirrored
             # kernel and previous u; reading it outside the step (a checkpoint) gives the first
             # replica's copy.
+            # In the layer's variable dtype (float64 stays float64), at least float32 (mixed policies).
+            dtype = "float64" if keras.backend.standardize_dtype(self.variable_dtype) == "float64" else "float32"
             self.sn_u = keras.Variable(
                 initializer=keras.initializers.RandomNormal(stddev=1.0),
                 shape=(out_dim,),
+                dtype=dtype,
                 trainable=False,
                 synchronization="on_read",
                 aggregation="only_first_replica",

@@ -398,6 +398,11 @@ class RefusalTest(tu.TestCase):
         discriminator = tu.tiny_discriminator(extra=[keras.layers.Dense(3, name="plain_dense")])
         with self.assertRaisesRegex(ValueError, "layer 'plain_dense' is a keras.*Dense.*tf_fusedprop.layers"):
             self._call(discriminator, form=form)
+        with self.assertRaisesRegex(
+            ValueError, r"layer 'plain_dense' is a keras.layers.Dense: use tf_fusedprop.layers.Dense instead"
+        ) as raised:
+            self._call(discriminator, form=form)
+        self.assertNotIn("keras.src", str(raised.exception))
 
     def test_plain_keras_layer_is_fine_for_fused_and_simultaneous(self):
         discriminator = tu.tiny_discriminator(extra=[keras.layers.Dense(3)])

@@ -148,13 +148,24 @@ def check_discriminator(discriminator, form):
             and _own_trainable_weights(layer)
             and not fp_layers.supports_parameter_gradient_scaling(layer)
         ):
+            kind = type(layer).__name__
+            replacement = (
+                f"use tf_fusedprop.layers.{kind} instead"
+                if hasattr(fp_layers, kind) and kind in fp_layers.__all__
+                else "build D from tf_fusedprop.layers.Dense / Conv2D / Embedding"
+            )
             raise ValueError(
                 f"form={form!r} needs every trainable layer of the discriminator to be "
-                f"InvFusedProp-capable, but layer {layer.name!r} is a "
-                f"{type(layer).__module__}.{type(layer).__name__}. Build D from "
-                "tf_fusedprop.layers.Dense / Conv2D, or use form='fused' (not with hinge) "
-                "or form='simultaneous'."
+                f"InvFusedProp-capable, but layer {layer.name!r} is a {_public_name(type(layer))}: "
+                f"{replacement}, or use form='fused' (not with hinge) or form='simultaneous'."
             )
+
+
+def _public_name(kind):
+    """`keras.layers.Dense` for Keras's own layer classes (not `keras.src....`), else `module.Class`."""
+    if getattr(keras.layers, kind.__name__, None) is kind:
+        return f"keras.layers.{kind.__name__}"
+    return f"{kind.__module__}.{kind.__name__}"
 
 
 #: Largest |d D(x)_j / d x_i| (j != i) relative to |d D(x)_i / d x_i| accepted as independent.

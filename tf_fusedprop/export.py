@@ -21,7 +21,9 @@ def export_generator(generator, directory, latent_dim, num_classes=None, info=No
     """Writes `generator` (inference mode) as a SavedModel in `directory`.
 
     Endpoints: `serve(z)` for an unconditional generator, `serve(z, labels)` (int32 class
-    labels) for a conditional one; `serving_default` is the same signature.
+    labels) for a conditional one; `serving_default` is the same signature. The signature fixes
+    z's shape to `[batch, latent_dim]`: another shape is refused before anything runs, by a
+    TypeError whose first line names the shape received and the shape expected.
 
     Args:
       generator: a Keras model from `z` (or `[z, labels]`) to samples.

@@ -59,6 +59,24 @@ def _trainable(models):
     return [v for model in models.values() for v in model.trainable_variables]
 
 
+def _sample_shape(discriminator):
+    """The shape of one sample D takes (its first input), or None if D has no symbolic inputs."""
+    inputs = getattr(discriminator, "inputs", None) if isinstance(discriminator, keras.Model) else None
+    return tuple(inputs[0].shape[1:]) if inputs else None
+
+
+def _check_sample_shapes(generator, discriminator, generator_inputs):
+    """Raises ValueError (one line) if G's samples do not have the shape D takes."""
+    expected = _sample_shape(discriminator)
+    made = tuple(generator(generator_inputs, training=False).shape[1:])
+    if expected is not None and not tf.TensorShape(made).is_compatible_with(expected):
+        raise ValueError(
+            f"The generator makes samples of shape {made} but the discriminator takes samples of shape {expected}: "
+            "build them for the same sample shape."
+        )
+    return expected or made
+
+
 def _seed_streams(seed, sampler, regularizers, augment):
     """The seed stream of each source of randomness, by name: the sampler's, then a stream for
     DiffAugment and for each seeded regularizer."""
@@ -142,6 +160,7 @@ class FusedPropGAN(keras.Model):
         self.num_classes = None if num_classes is None else positive_int("num_classes", num_classes)
         self.latent_dim = _latent_dim(generator, latent_dim)
         self.sampler = Sampler(self.latent_dim, self.num_classes, seed)
+        self.sample_shape = _check_sample_shapes(generator, discriminator, self.sampler.example_inputs(2))
         self.gan_loss = self.form.check(loss, generator, discriminator, self.sampler.example_inputs())
         self.regularizers = tuple(_plugin("regularizers", r, fp_regularizers.Regularizer) for r in regularizers)
         self.augment = None if augment is None else _plugin("augment", augment, DiffAugment)
@@ -202,6 +221,11 @@ class FusedPropGAN(keras.Model):
                 "FusedPropGAN must be compiled with compile(d_optimizer=..., g_optimizer=...) before training."
             )
         real, real_labels = unpack(data, self.num_classes)
+        if not real.shape[1:].is_compatible_with(self.sample_shape):
+            raise ValueError(
+                f"FusedPropGAN trains on samples of shape {self.sample_shape} (what G makes and D takes); "
+                f"fit received a batch of shape {tuple(real.shape)}."
+            )
         logs = {}
         self.updater.start_step()
         for phase in self.form.phases:

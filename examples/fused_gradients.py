@@ -12,11 +12,13 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import tf_fusedprop as fp  # noqa: E402  (first: it loads TensorFlow without TensorFlow's start-up lines)
+
+# isort: split
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import tf_fusedprop as fp  # noqa: E402
 from tf_fusedprop import networks  # noqa: E402
 from tf_fusedprop.augment import DiffAugment  # noqa: E402
 

@@ -8,17 +8,25 @@ form), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugi
 (data, metrics, callbacks, the training job) lives in `tf_fusedprop.experiment`.
 """
 
-from tf_fusedprop import forms, layers, losses, ops, steps
-from tf_fusedprop.accumulation import GradientAccumulator
-from tf_fusedprop.augment import DiffAugment
-from tf_fusedprop.batch import Batch
-from tf_fusedprop.ema import EMA
-from tf_fusedprop.forms import Alternating, Simultaneous, SinglePass
-from tf_fusedprop.gan import FusedPropGAN
-from tf_fusedprop.lookahead import Lookahead
-from tf_fusedprop.ops import scale_gradient
-from tf_fusedprop.regularizers import R1, GradientPenalty
-from tf_fusedprop.steps import FORMS, compute_gradients
+from tf_fusedprop import _startup
+
+with _startup.native_stderr_silenced(_startup.hide_native_logs()):
+    import tensorflow as _tf
+
+    _tf.config.list_physical_devices()  # the CUDA probe prints here, hidden
+del _tf
+
+from tf_fusedprop import forms, layers, losses, ops, steps  # noqa: E402
+from tf_fusedprop.accumulation import GradientAccumulator  # noqa: E402
+from tf_fusedprop.augment import DiffAugment  # noqa: E402
+from tf_fusedprop.batch import Batch  # noqa: E402
+from tf_fusedprop.ema import EMA  # noqa: E402
+from tf_fusedprop.forms import Alternating, Simultaneous, SinglePass  # noqa: E402
+from tf_fusedprop.gan import FusedPropGAN  # noqa: E402
+from tf_fusedprop.lookahead import Lookahead  # noqa: E402
+from tf_fusedprop.ops import scale_gradient  # noqa: E402
+from tf_fusedprop.regularizers import R1, GradientPenalty  # noqa: E402
+from tf_fusedprop.steps import FORMS, compute_gradients  # noqa: E402
 
 __all__ = [
     "EMA",

@@ -17,6 +17,12 @@ it with smaller learning rates: a tenth of the rates that diverged, at most the 
 A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/learning_rates.json);
 any other change of config is refused.
 
+A finished (or interrupted) run's samples and metrics, from its last checkpoint (the EMA
+generator when it has one), without training:
+
+    python train.py --mode=sample --workdir=DIR [--num=1000]   # DIR/samples-1000.npz and .png
+    python train.py --mode=evaluate --workdir=DIR              # prints the metrics; DIR/evaluation.json
+
 `--strategy=auto|one_device|mirrored|multi_worker|tpu` picks the `tf.distribute` strategy
 (`tf_fusedprop/experiment/distribution.py`); `auto` (the default) is `multi_worker` when
 `TF_CONFIG` names several workers, `mirrored` with several GPUs, else one device.
@@ -25,19 +31,24 @@ with the same `--workdir` (shared storage) and its own `TF_CONFIG`; the chief wr
 and rerunning all of them after a failure resumes from the chief's last checkpoint.
 `--cpu_devices=N` splits the CPU into N logical devices, to try `mirrored` on a CPU-only machine.
 
-Exit status: 0 when training is done; 3 when training diverged (above); 2 for bad input
+Ctrl-C stops a run with one line on stderr (`interrupted at step N; the last checkpoint ... is
+kept in WORKDIR/backup; run ... to resume from it`) and exit status 130; rerunning the same
+command resumes from the last epoch's checkpoint.
+
+Exit status: 0 when training is done; 3 when training diverged (above); 130 when interrupted
+(Ctrl-C); 2 for bad input
 (unknown config key or value, invalid (loss, form) pair, unwritable workdir, CIFAR-10 or
 the Inception module neither local nor downloadable: offline, within seconds; a strategy
 that cannot run here, a batch not divisible by replicas x iter_size), with one line
 `error: ...` on stderr saying what was received and what to do. TensorFlow's native
 start-up lines are hidden whatever `TF_CPP_MIN_LOG_LEVEL` says, unless it is 0 (show TF's
-info logs); a Python error while TensorFlow loads still shows them, with its traceback.
+info logs); a Python error while TensorFlow loads still shows them, with its traceback
+(`tf_fusedprop/_startup.py`: importing `tf_fusedprop` does it for every program).
 """
 
-import contextlib
 import os
+import shlex
 import sys
-import tempfile
 
 from absl import flags, logging
 from ml_collections import config_flags
@@ -47,6 +58,7 @@ CONFIGS = os.path.join(REPO, "configs")
 DEFAULT_CONFIG = os.path.join(CONFIGS, "digits.py")
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130  # the shell's status of a process stopped by SIGINT (128 + 2)
 
 
 def _one_line(text):
@@ -103,6 +115,14 @@ def _define_flags(argv):
         lower_bound=1,
         flag_values=flag_values,
     )
+    flags.DEFINE_enum(
+        "mode",
+        "train",
+        ["train", "sample", "evaluate"],
+        "train; or, for the run in --workdir, write --num samples (sample) or its metrics (evaluate)",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer("num", 1000, "samples that --mode=sample writes", lower_bound=1, flag_values=flag_values)
     return flag_values, config
 
 
@@ -150,43 +170,27 @@ def _describe_flag_error(err, argv):
             f"{', '.join(_config_files())}."
         )
     if isinstance(err, flags.UnrecognizedFlagError):
-        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy and --cpu_devices (see --help)."
+        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy, --cpu_devices, --mode and --num (see --help)."
+    variant = _config_variant(argv)
+    if variant is not None and "get_config() takes 0 positional arguments" in str(err):
+        path, name = variant
+        return (
+            f"config file {path} has no variants (received --config={path}:{name}); use --config={path}. "
+            f"The config files: {', '.join(_config_files())}."
+        )
     message = str(err)
     if "Traceback (most recent call last)" in message:  # An error raised inside get_config.
         message = f"cannot load the config: {message.strip().splitlines()[-1]}"
     return _one_line(message)
 
 
-def _hide_native_logs():
-    """Whether to hide what native code prints while TensorFlow loads: always, unless the
-    user asked for TensorFlow's info logs (`TF_CPP_MIN_LOG_LEVEL=0`) or TensorFlow is loaded
-    already. Its start-up lines (oneDNN, CUDA probe) come "before absl::InitializeLog()" and
-    ignore `TF_CPP_MIN_LOG_LEVEL`, so `=3` alone does not hide them."""
-    return "tensorflow" not in sys.modules and os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() != "0"
-
-
-@contextlib.contextmanager
-def _native_stderr_silenced(enabled):
-    """Hides what native code writes to file descriptor 2 meanwhile (TensorFlow's start-up
-    lines); if a Python exception leaves the block, what was hidden is written back to
-    stderr before it propagates, so a failing import shows everything."""
-    if not enabled:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            captured.seek(0)
-            os.write(2, captured.read())
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+def _config_variant(argv):
+    """`(path, variant)` of a `--config=PATH:VARIANT` argument, or None."""
+    for arg in argv[1:]:
+        if arg.startswith("--config="):
+            path, sep, variant = arg[len("--config=") :].partition(":")
+            return (os.path.relpath(path) if os.path.isabs(path) else path, variant) if sep else None
+    return None
 
 
 def _error(message):
@@ -208,6 +212,47 @@ def _diverged(err, typed_argv, argv):
     return EXIT_DIVERGED
 
 
+def _use_run(flag_values):
+    """--mode=sample / evaluate: the run in --workdir, restored from its last checkpoint."""
+    from tf_fusedprop.experiment import inference
+    from tf_fusedprop.experiment.config import ConfigError
+
+    if not flag_values.workdir:
+        raise ConfigError(f"--mode={flag_values.mode} needs the --workdir=DIR of a run of train.py.")
+    if flag_values.mode == "sample":
+        npz, png, run = inference.sample(flag_values.workdir, flag_values.num)
+        print(f"Wrote {flag_values.num} samples ({_source(run)}) to {npz} and a grid to {png}.", flush=True)
+    else:
+        _, line, run = inference.evaluate(flag_values.workdir)
+        print(f"{line} ({_source(run)}); written to {os.path.join(flag_values.workdir, 'evaluation.json')}", flush=True)
+    return 0
+
+
+def _source(run):
+    generator = "the EMA generator" if run.weights == "ema" else "the generator"
+    return f"{generator} at epoch {run.checkpoint['epoch']}, step {run.checkpoint['steps']}"
+
+
+def _rerun_command(workdir, typed_argv):
+    """The command that resumes the run in `workdir`: the command line with `--workdir=WORKDIR`."""
+    kept, skip = [], False
+    for arg in typed_argv[1:]:
+        if skip:
+            skip = False
+        elif arg == "--workdir":
+            skip = True
+        elif not arg.startswith("--workdir="):
+            kept.append(arg)
+    return shlex.join(["python", typed_argv[0], *kept, f"--workdir={workdir}"])
+
+
+def _interrupted(message):
+    if sys.stdout.isatty():
+        print(flush=True)  # End the progress bar's line.
+    print(message, file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
 def run(argv):
     """Parses `argv` (with the program name first), trains, and returns the exit status."""
     typed_argv, argv = argv, _resolve_config_paths(argv)
@@ -224,29 +269,32 @@ def run(argv):
         return _error(_describe_flag_error(err, argv))
 
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
-    quiet = _hide_native_logs()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
     # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    with _native_stderr_silenced(quiet):
-        import tensorflow as tf
+    # Importing tf_fusedprop loads TensorFlow with its native start-up lines hidden (_startup).
+    from tf_fusedprop.experiment import distribution, divergence, train_lib
+    from tf_fusedprop.experiment.config import ConfigError
+    from tf_fusedprop.experiment.data import DatasetUnavailableError
+    from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
+    from tf_fusedprop.experiment.interrupt import TrainingInterrupted
 
-        from tf_fusedprop.experiment import distribution, divergence, train_lib
-        from tf_fusedprop.experiment.config import ConfigError
-        from tf_fusedprop.experiment.data import DatasetUnavailableError
-        from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
-
-        tf.config.list_physical_devices()  # Probes for CUDA here, while its banner is hidden.
-        if flag_values.cpu_devices > 1:
-            distribution.split_cpu(flag_values.cpu_devices)
+    if flag_values.cpu_devices > 1:
+        distribution.split_cpu(flag_values.cpu_devices)
     try:
+        if flag_values.mode != "train":
+            return _use_run(flag_values)
         strategy = distribution.make_strategy(flag_values.strategy)
         train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2, strategy=strategy)
     except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
     except divergence.TrainingDivergedError as err:
         return _diverged(err, typed_argv, argv)
+    except TrainingInterrupted as err:
+        return _interrupted(err.describe(_rerun_command(err.workdir, typed_argv)))
+    except KeyboardInterrupt:
+        return _interrupted("interrupted before training started; nothing was trained or written to resume from")
     return 0
 
 

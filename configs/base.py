@@ -24,7 +24,7 @@ def get_base_config():
     | eval_samples | generated samples per evaluation (0: no evaluation) |
     | eval_every | epochs between evaluations (the last epoch is always evaluated) |
     | grid_samples | samples in each grid image (points of the scatter plot for 2-D data) |
-    | cache_dir | where classifier, reference statistics (and a downloaded Inception module) go; None: `<workdir>/cache` (the module: `~/.cache/tf_fusedprop/tfhub_modules`) |
+    | cache_dir | where classifier, reference statistics (and a downloaded Inception module) go; None: the user's cache, shared by all runs: `$TF_FUSEDPROP_CACHE`, else `~/.cache/tf_fusedprop` (the module: `.../tfhub_modules`) |
     | mixed_precision | "auto" (from the hardware: `tf_fusedprop.precision`), "float32" (or "off"), "mixed_bfloat16", "mixed_float16" |
     | jit_compile | compile the train step with XLA |
     | steps_per_execution | train steps per call of the compiled train function |

@@ -102,14 +102,14 @@ class StateSnapshot:
             v.assign(value)
 
 
-def run_script(script, timeout=300):
-    """Runs a Python `script` in a fresh process from the project root (TensorFlow quiet);
-    returns the `subprocess.CompletedProcess` (text output)."""
+def run_script(script, timeout=300, env=None):
+    """Runs a Python `script` in a fresh process from the project root (TensorFlow quiet unless
+    `env` says otherwise); returns the `subprocess.CompletedProcess` (text output)."""
     import subprocess  # Lazy: most tests run in this process.
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"} if env is None else env
     return subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, env=env, timeout=timeout
     )
@@ -205,6 +205,18 @@ def tiny_config(name, variant="", cache_dir=None):
     if "eval_real_samples" in config:
         config.eval_real_samples = 16
     return config
+
+
+def h5_arrays(path):
+    """`{name: array}` of every dataset of a Keras `.weights.h5` file."""
+    import h5py  # Keras's own dependency, only needed here.
+
+    arrays = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(
+            lambda name, item: arrays.update({name: np.asarray(item[()])}) if isinstance(item, h5py.Dataset) else None
+        )
+    return arrays
 
 
 def weights_are_finite(path):

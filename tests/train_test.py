@@ -9,11 +9,13 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
 from unittest import mock
 
+import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
@@ -43,8 +45,10 @@ def run_cli(*args):
     return status, out.getvalue(), err.getvalue()
 
 
-def _python(*args, cwd, timeout=180):
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def _python(*args, cwd, timeout=180, env=None):
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or os.environ
+    )
 
 
 def _md5(path):
@@ -71,6 +75,15 @@ class BadInputTest(tu.TestCase):
             r"unknown config variant 'fused'; expected one of alternating, inverse",
         ),
         (["--bogus=1"], r"Unknown command line flag 'bogus'.*--workdir=DIR"),
+        (
+            ["--config=configs/digits.py:nonexistent"],
+            r"config file .*configs/digits.py has no variants \(received --config=.*digits.py:nonexistent\); use "
+            r"--config=.*configs/digits.py. The config files: cifar10_cnn_hinge.py",
+        ),
+        (
+            ["--config=configs/nonexistent.py"],
+            r"cannot load the config file .*nonexistent.py.*; use --config=configs/<name>.py with one of: cifar10_cnn",
+        ),
         (["--config.loss=hinge"], r"invalid config.loss, config.form: The hinge loss does not support form='fused'"),
         (["--config.loss=l2"], r"invalid config.loss: Unknown GAN loss. Received: loss='l2'"),
         (["--config.steps=0"], r"config.steps must be a positive integer; received steps=0"),
@@ -143,10 +156,11 @@ class QuietStartTest(tu.TestCase):
 
     def test_what_native_code_printed_is_shown_with_a_python_error_raised_meanwhile(self):
         script = (
-            "import os, train\n"
-            "with train._native_stderr_silenced(True):\n"
+            "import os\n"
+            "from tf_fusedprop import _startup\n"
+            "with _startup.native_stderr_silenced(True):\n"
             "    os.write(2, b'hidden unless it fails\\n')\n"
-            "with train._native_stderr_silenced(True):\n"
+            "with _startup.native_stderr_silenced(True):\n"
             "    os.write(2, b'native context\\n')\n"
             "    raise ImportError('broken install')\n"
         )
@@ -179,8 +193,8 @@ class CommandLineTest(tu.TestCase):
 class EndToEndTest(tu.TestCase):
     def test_default_run_leaves_its_artefacts_and_the_generator_reloads_in_a_fresh_process(self):
         tmp = self.get_temp_dir()
-        workdir = os.path.join(tmp, "run")
-        result = _python(
+        workdir, user_cache = os.path.join(tmp, "run"), os.path.join(self.get_temp_dir(), "user_cache")
+        args = [
             TRAIN,
             "--config.steps=4",
             "--config.steps_per_epoch=2",
@@ -188,14 +202,14 @@ class EndToEndTest(tu.TestCase):
             "--config.eval_samples=50",
             "--config.generator.width=8",
             "--config.discriminator.width=8",
-            f"--workdir={workdir}",
-            cwd=tmp,
-        )
+        ]
+        env = {**os.environ, "TF_FUSEDPROP_CACHE": user_cache}
+        result = _python(*args, f"--workdir={workdir}", cwd=tmp, env=env)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertNotIn("Traceback", result.stderr)
         self.assertIn("Epoch 1/2", result.stdout)
         self.assertIn("FID (digits classifier, 50 samples)", result.stdout)
-        self.assertEqual(os.listdir(tmp), ["run"])
+        self.assertEqual(sorted(os.listdir(tmp)), ["run", "user_cache"])  # nothing else beside the workdir
 
         self.assertEqual(sorted(os.listdir(os.path.join(workdir, "samples"))), ["epoch_0001.png", "epoch_0002.png"])
         summary = _read_json(os.path.join(workdir, "summary.json"))
@@ -204,9 +218,14 @@ class EndToEndTest(tu.TestCase):
         self.assertEqual(summary["config"]["name"], "digits")
         self.assertEqual(summary["final_metric"]["name"], "fid")
         self.assertGreater(summary["final_metric"]["value"], 0)
-        self.assertNotEmpty(
-            [f for f in os.listdir(os.path.join(workdir, "cache")) if f.startswith("digits_classifier")]
-        )
+        # The evaluation models are cached once per user, not per run.
+        self.assertNotEmpty([f for f in os.listdir(user_cache) if f.startswith("digits_classifier")])
+        self.assertFalse(os.path.exists(os.path.join(workdir, "cache")))
+        self.assertIn("trained now in", result.stdout)
+        self.assertIn(f"Writing to {workdir}; rerun the same command", result.stdout)
+        second = _python(*args, f"--workdir={os.path.join(tmp, 'second')}", cwd=tmp, env=env)
+        self.assertEqual(second.returncode, 0, second.stderr[-3000:])
+        self.assertIn(f"(cached in {user_cache})", second.stdout)
         events = tu.read_events(os.path.join(workdir, "logs"))
         self.assertContainsSubset({"d_loss", "g_loss", "fid", "steps_per_second", "samples", "config"}, set(events))
         self.assertEqual([step for step, _, _ in events["fid"]], [2, 4])
@@ -271,6 +290,83 @@ class EndToEndTest(tu.TestCase):
             self.assertEqual(_md5(os.path.join(samples_dir, name)), before[name])
         events = tu.read_events(os.path.join(workdir, "logs"))
         self.assertEqual(sorted({step for step, _, _ in events["d_loss"]}), list(range(200, 2001, 200)))
+
+
+class SampleAndEvaluateTest(tu.TestCase):
+    def test_a_runs_samples_and_metrics_from_its_checkpoint(self):
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        status, _, err = run_cli(
+            *_TINY_RING8, "--config.steps=20", "--config.steps_per_epoch=10", f"--workdir={workdir}"
+        )
+        self.assertEqual(status, 0, err)
+        status, out, err = run_cli("--mode=sample", f"--workdir={workdir}", "--num=64")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(
+            out, r"^Wrote 64 samples \(the generator at epoch 2, step 20\) to .*samples-64.npz and a grid to"
+        )
+        with np.load(os.path.join(workdir, "samples-64.npz")) as arrays:
+            self.assertEqual((arrays["samples"].shape, arrays["latents"].shape), ((64, 2), (64, 16)))
+        self.assertEqual(tf.io.decode_png(tf.io.read_file(os.path.join(workdir, "samples-64.png"))).shape[-1], 3)
+        again = os.path.join(self.get_temp_dir(), "again.npz")
+        os.rename(os.path.join(workdir, "samples-64.npz"), again)
+        run_cli("--mode=sample", f"--workdir={workdir}", "--num=64")
+        with np.load(again) as first, np.load(os.path.join(workdir, "samples-64.npz")) as second:
+            self.assertAllEqual(first["samples"], second["samples"])  # fixed latents: the same samples
+        status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(
+            out, r"^modes covered: [\d.]+/8, high-quality samples: \d+% \(the generator at epoch 2, step 20\)"
+        )
+        evaluation = _read_json(os.path.join(workdir, "evaluation.json"))
+        self.assertEqual((evaluation["steps"], evaluation["weights"]), (20, "trained"))
+        self.assertEqual(set(evaluation["metrics"]), {"modes_covered", "high_quality"})
+
+    def test_a_workdir_without_a_run_is_one_line_exit_2(self):
+        for mode in ("sample", "evaluate"):
+            status, out, err = run_cli(f"--mode={mode}", f"--workdir={self.get_temp_dir()}")
+            self.assertEqual((status, out), (2, ""))
+            self.assertRegex(
+                err, r"^error: .* holds no run \(no config.json\): pass the --workdir of a run of train.py.\n$"
+            )
+        status, _, err = run_cli("--mode=sample")
+        self.assertEqual((status, err), (2, "error: --mode=sample needs the --workdir=DIR of a run of train.py.\n"))
+
+
+class InterruptTest(tu.TestCase):
+    def test_ctrl_c_is_one_line_and_exit_130_and_the_resumed_run_ends_as_an_uninterrupted_one(self):
+        tmp = self.get_temp_dir()
+        args = [*_TINY_RING8, "--config.steps=2400", "--config.steps_per_epoch=100", "--config.eval_samples=0"]
+        interrupted, straight = os.path.join(tmp, "interrupted"), os.path.join(tmp, "straight")
+        command = [sys.executable, TRAIN, *args, f"--workdir={interrupted}"]
+        process = subprocess.Popen(command, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(os.path.join(interrupted, "backup", "checkpoint.json")):
+                self.assertTrue(process.poll() is None and time.monotonic() < deadline, "no checkpoint was written")
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=60)
+        finally:
+            process.kill()
+        self.assertEqual(process.returncode, 130, err[-3000:])
+        self.assertEqual(err.count("\n"), 1, err[-3000:])
+        self.assertRegex(
+            err,
+            r"^interrupted at step \d+; the last checkpoint \(epoch \d+, step \d+\) is kept in .*backup; run python "
+            r".*--workdir=.*interrupted'? to resume from it\n$",
+        )
+        epoch = _read_json(os.path.join(interrupted, "backup", "checkpoint.json"))["epoch"]
+        self.assertLess(epoch, 24)
+        resumed = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+        self.assertIn(f"Resuming from epoch {epoch}/24", resumed.stdout)
+        whole = subprocess.run(command[:-1] + [f"--workdir={straight}"], cwd=tmp, capture_output=True, timeout=300)
+        self.assertEqual(whole.returncode, 0)
+        # Every weight, optimizer slot and seed state: the data stream and the seed streams resumed exactly.
+        final = [tu.h5_arrays(os.path.join(d, "backup", "epoch_0024.weights.h5")) for d in (interrupted, straight)]
+        self.assertEqual(sorted(final[0]), sorted(final[1]))
+        for name in final[0]:
+            self.assertAllEqual(final[0][name], final[1][name], msg=name)
 
 
 _TINY_RING8 = [

@@ -59,7 +59,7 @@ class ImageEvaluatorTest(tu.TestCase):
         kid = metrics.kernel_inception_distance(latents, real, num_subsets=3, subset_size=20)[0]
         self.assertEqual(set(result), {"fid", "inception_score", "kid"})
         self.assertAllClose(result["kid"], kid)
-        self.assertIn(f"KID: {kid:.4f}, inception score", evaluator.describe(result))
+        self.assertIn(f"KID (raw, not x 1e3): {kid:.4g}, inception score", evaluator.describe(result))
         diverged = evaluator(lambda z, training: z * np.float32("nan"))
         self.assertEqual(set(diverged), {"fid", "inception_score", "kid"})
         self.assertTrue(np.isnan(list(diverged.values())).all())

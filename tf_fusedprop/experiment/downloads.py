@@ -26,7 +26,15 @@ import urllib.request
 
 from tf_fusedprop.experiment import files
 
-__all__ = ["TIMEOUT", "DownloadError", "cached_saved_model", "check_reachable", "default_cache_dir", "is_url"]
+__all__ = [
+    "TIMEOUT",
+    "DownloadError",
+    "cached_saved_model",
+    "check_reachable",
+    "default_cache_dir",
+    "is_url",
+    "user_cache_dir",
+]
 
 #: Seconds to wait for an answer (connection, headers, or the next block of data).
 TIMEOUT = 10.0
@@ -44,13 +52,21 @@ def is_url(path):
     return str(path).lower().startswith(_SCHEMES)
 
 
+def user_cache_dir():
+    """The user's cache of evaluation models and reference statistics, shared by all runs:
+    `$TF_FUSEDPROP_CACHE` if set, else `$XDG_CACHE_HOME/tf_fusedprop` (`~/.cache/tf_fusedprop`)."""
+    if os.environ.get("TF_FUSEDPROP_CACHE"):
+        return os.environ["TF_FUSEDPROP_CACHE"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tf_fusedprop")
+
+
 def default_cache_dir():
     """Where downloaded modules go: `$TFHUB_CACHE_DIR` (TF-Hub's variable) if set, else
-    `$XDG_CACHE_HOME/tf_fusedprop/tfhub_modules` (`~/.cache/...`)."""
+    `user_cache_dir()/tfhub_modules`."""
     if os.environ.get("TFHUB_CACHE_DIR"):
         return os.environ["TFHUB_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tf_fusedprop", "tfhub_modules")
+    return os.path.join(user_cache_dir(), "tfhub_modules")
 
 
 def _reason(err):

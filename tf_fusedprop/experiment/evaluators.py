@@ -103,7 +103,8 @@ class ImageEvaluator:
         return values
 
     def describe(self, values):
-        kid = f", KID: {values['kid']:.4f}" if "kid" in values else ""
+        # The raw MMD^2 (papers often print KID x 1e3); its size depends on the feature space.
+        kid = f", KID (raw, not x 1e3): {values['kid']:.4g}" if "kid" in values else ""
         accuracy = f", class accuracy: {100 * values['class_accuracy']:.1f}%" if "class_accuracy" in values else ""
         return (
             f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}{kid}, "

@@ -14,8 +14,7 @@ if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 | `samples/epoch_XXXX.png` | a sample grid (2-D data: a scatter plot) after every epoch |
 | `logs/` | TensorBoard events: losses, logits, steps/s, metrics, sample grids, config |
 | `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
-| `cache/` | digits classifier and reference statistics (unless `config.cache_dir` is set) |
-| `generator/` | G as a SavedModel: `tf.saved_model.load(path).serve(z)` |
+| `generator/` | G as a SavedModel: `generator = tf.saved_model.load(path)`, then `generator.serve(z)` |
 | `summary.json` | steps, steps/s, final metrics, metrics per evaluation (`history`), config, paths |
 
 The summary (`train`'s result): `steps` (G updates in total), `d_steps`, `epochs`,
@@ -28,8 +27,10 @@ train), `wall_seconds` (this process), `resumed_from_epoch`, `precision` (`{"pol
 `replicas`, `workers` (`distribution.facts`).
 
 Resume: rerunning with the same workdir and config continues after the last completed
-epoch with the same step count, weights, optimizer state and latent stream (the data order
-is reshuffled from a seed folded with the epoch). Earlier epochs' files are kept. A rerun may
+epoch with the same step count, weights, optimizer state, every seed stream (latents,
+augmentation, penalties) and the data stream's position (the stream skips the batches already
+trained), so a resumed run ends with the weights of an uninterrupted one. Earlier epochs'
+files are kept. A rerun may
 change `d_lr` and `g_lr` (recorded in `learning_rates.json`); the rest must match. Without an
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
@@ -37,6 +38,10 @@ otherwise a new `runs/<name>-<timestamp>` is started.
 Several devices or machines: `train(..., strategy=...)` builds the GAN in the strategy's
 scope; `config.batch_size` is the global batch; under several workers only the chief writes
 the workdir and evaluates (`distribution`).
+
+The evaluation models (digits classifier, Inception) and reference statistics are cached once
+per user (`config.cache_dir`, else `$TF_FUSEDPROP_CACHE`, else `~/.cache/tf_fusedprop`), so a
+new run does not train the digits classifier again.
 
 Metrics per dataset (see `datasets`): digits, FID, KID (and classifier score) under
 `features.DigitsClassifier`; CIFAR-10, FID and IS under TF-GAN's Inception when
@@ -60,6 +65,7 @@ from tf_fusedprop import precision as fp_precision
 from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, gan_arguments, json_values, schedule, validate
+from tf_fusedprop.experiment.interrupt import TrainingInterrupted
 from tf_fusedprop.gan import FusedPropGAN
 
 __all__ = ["build_gan", "train"]
@@ -89,6 +95,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
       features.InceptionModuleUnavailableError: bad `config.inception_path`.
       divergence.TrainingDivergedError: a loss or gradient became non-finite; the last good
         checkpoint is kept.
+      interrupt.TrainingInterrupted: Ctrl-C during training; the last checkpoint is kept.
     """
     start = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
@@ -100,7 +107,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
         return run.summary
     data = datasets.prepare(config, evaluate=distribution.is_chief(strategy))
     checkpoint = callbacks.BackupAndRestore(run.backup_dir)
-    pipeline = distribution.shard_by_data(data.pipeline(_data_seed(config, checkpoint.metadata())))
+    pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
     with distribution.output_dir(run.path, strategy) as out:
         rates_changed = run.start(out, checkpoint.metadata())
         evaluator, note = data.make_evaluator(run.cache_dir)
@@ -141,8 +148,9 @@ def _announce(config, strategy, precision, run, out, gan, initial_epoch, notes):
         _print(f"Not the chief: this worker writes to {out} (deleted at the end); the chief writes {run.path}.")
     _print(
         f"{config.name}: {config.dataset}, network {config.network}, loss {config.loss}, form {config.form}, "
-        f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}; workdir {run.path}"
+        f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}"
     )
+    _print(f"Writing to {run.path}; rerun the same command (or pass --workdir={run.path}) to resume it.")
     if initial_epoch:
         _print(f"Resuming from epoch {initial_epoch}/{epochs} ({int(gan.g_optimizer.iterations.numpy())} steps done).")
     for note in notes:
@@ -151,7 +159,8 @@ def _announce(config, strategy, precision, run, out, gan, initial_epoch, notes):
 
 
 def _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose):
-    """`gan.fit` over the config's epochs; a divergence stops it (`divergence.TrainingDivergedError`)."""
+    """`gan.fit` over the config's epochs; a divergence stops it (`divergence.TrainingDivergedError`),
+    and so does Ctrl-C (`interrupt.TrainingInterrupted`)."""
     epochs, steps_per_epoch = schedule(config)
     checkpoint = hooks.all[-1]
     try:
@@ -167,6 +176,10 @@ def _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose):
     except divergence.TrainingDivergedError:
         hooks.writer.close()
         raise
+    except KeyboardInterrupt:
+        hooks.writer.close()
+        step = int(gan.g_optimizer.iterations.numpy())
+        raise TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out) from None
 
 
 def build_gan(config, precision=None, network_inputs=None):
@@ -213,10 +226,11 @@ def _print(*args):
     print(*args, flush=True)
 
 
-def _data_seed(config, checkpoint):
-    """The pipeline's seed: a resumed run reshuffles from a seed folded with its epoch."""
-    epoch = checkpoint["epoch"] if checkpoint else 0
-    return int(np.random.SeedSequence([config.seed, epoch]).generate_state(1)[0]) if epoch else config.seed
+def _resumed(pipeline, checkpoint):
+    """The training batches from where the checkpoint stopped: every step takes one batch of
+    the (deterministically shuffled) stream, so a resumed run skips the checkpoint's steps and
+    sees the batches the uninterrupted run would have."""
+    return pipeline.skip(checkpoint["steps"]) if checkpoint else pipeline
 
 
 def _finish(config, gan, workdir, evaluator, hooks, initial_epoch, start, precision, strategy_facts):

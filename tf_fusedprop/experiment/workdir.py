@@ -15,7 +15,7 @@ import datetime
 import glob
 import os
 
-from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment import downloads, files
 from tf_fusedprop.experiment.config import ConfigError, json_values
 
 __all__ = [
@@ -191,8 +191,10 @@ class Workdir:
 
     @property
     def cache_dir(self):
-        """Where the evaluation models and statistics go: `config.cache_dir`, else `cache/` here."""
-        return self.config.cache_dir or os.path.join(self.path, "cache")
+        """Where the evaluation models and statistics go: `config.cache_dir`, else the user's
+        cache shared by all runs (`downloads.user_cache_dir()`: `$TF_FUSEDPROP_CACHE`, or
+        `~/.cache/tf_fusedprop`)."""
+        return self.config.cache_dir or downloads.user_cache_dir()
 
     def start(self, out, checkpoint=None):
         """Creates `out` (this process's output: the workdir on the chief) with its `config.json`;

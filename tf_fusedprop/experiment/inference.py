@@ -1,0 +1,102 @@
+"""A trained run's samples and metrics, from its workdir, without training.
+
+    python train.py --mode=sample --workdir=DIR [--num=1000]   # DIR/samples-1000.npz and .png
+    python train.py --mode=evaluate --workdir=DIR              # prints and writes DIR/evaluation.json
+
+Both rebuild the run's GAN from its `config.json` and restore its last checkpoint (`backup/`),
+so they work on a finished run and on one that is still training or was interrupted, and use
+the sampling generator: the EMA generator when the run has one. Samples come from fixed
+latents (the run's seed, a purpose of their own), so the same command gives the same samples.
+"""
+
+import os
+
+import numpy as np
+from ml_collections import config_dict
+
+from tf_fusedprop.experiment import callbacks, datasets, downloads, evaluators, files, images, train_lib
+from tf_fusedprop.experiment.config import ConfigError
+
+__all__ = ["SAMPLES", "Restored", "evaluate", "restore", "sample"]
+
+#: The purpose of `sample`'s fixed latents (`evaluators.latents`), distinct from the grid's and the evaluation's.
+SAMPLES = 3
+
+
+class Restored:
+    """A run restored from its workdir: `config`, `gan` (its last checkpoint) and `checkpoint`
+    (the checkpoint's metadata: epoch, steps, weights file)."""
+
+    def __init__(self, config, gan, checkpoint):
+        self.config, self.gan, self.checkpoint = config, gan, checkpoint
+
+    @property
+    def weights(self):
+        """ "ema" if samples come from the EMA generator, else "trained"."""
+        return "trained" if self.gan.ema_generator is None else "ema"
+
+
+def restore(workdir):
+    """The run in `workdir`, rebuilt from `config.json` and restored from its last checkpoint.
+
+    Raises:
+      ConfigError: `workdir` holds no run of `train.py`, or no checkpoint yet.
+    """
+    config_path = os.path.join(workdir, "config.json")
+    if not os.path.exists(config_path):
+        raise ConfigError(f"{workdir} holds no run (no config.json): pass the --workdir of a run of train.py.")
+    config = config_dict.ConfigDict(files.read_json(config_path))
+    checkpoint = callbacks.BackupAndRestore(os.path.join(workdir, "backup"))
+    if checkpoint.metadata() is None:
+        raise ConfigError(f"the run in {workdir} has no checkpoint yet (none is written before its first epoch ends).")
+    gan = train_lib.build_gan(config)
+    checkpoint.restore(gan)
+    return Restored(config, gan, checkpoint.metadata())
+
+
+def sample(workdir, num=1000):
+    """Writes `num` samples of the run in `workdir` to `samples-<num>.npz` (`samples`, `latents`,
+    and `labels` for a conditional GAN) and a grid of (at most 100 of) them to `samples-<num>.png`.
+
+    Returns:
+      `(npz path, png path, restored run)`.
+    """
+    run = restore(workdir)
+    config = run.config
+    latents = evaluators.latents(config.seed, SAMPLES, num, config.latent_dim)
+    labels = None if config.num_classes is None else evaluators.class_labels(num, config.num_classes)
+    samples = evaluators.generate(run.gan.sampling_generator, latents, labels)
+    npz = os.path.join(workdir, f"samples-{num}.npz")
+    arrays = {"samples": samples, "latents": latents, **({} if labels is None else {"labels": labels})}
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    files.atomic_write(npz, write)
+    png = os.path.join(workdir, f"samples-{num}.png")
+    shown = samples if samples.ndim == 2 else samples[:100]  # a scatter plot shows them all
+    images.write_png(png, datasets.prepare(config, evaluate=False).render(shown))
+    return npz, png, run
+
+
+def evaluate(workdir):
+    """The run's metrics now (its dataset's evaluator, `datasets`), also written to
+    `evaluation.json` with the checkpoint they come from.
+
+    Returns:
+      `(metrics, line describing them, restored run)`.
+
+    Raises:
+      ConfigError: as `restore`, or the run's dataset has no evaluator here (CIFAR-10 without
+        `inception_path`).
+    """
+    run = restore(workdir)
+    cache_dir = run.config.cache_dir or downloads.user_cache_dir()
+    evaluator, note = datasets.prepare(run.config).make_evaluator(cache_dir)
+    if evaluator is None:
+        raise ConfigError(f"nothing to evaluate the run in {workdir} with: {note or 'config.eval_samples is 0'}")
+    metrics = {key: float(value) for key, value in evaluator(run.gan.sampling_generator).items()}
+    facts = {"epoch": run.checkpoint["epoch"], "steps": run.checkpoint["steps"], "weights": run.weights}
+    files.write_json(os.path.join(workdir, "evaluation.json"), {**facts, "metrics": metrics})
+    return metrics, evaluator.describe(metrics), run

@@ -236,6 +236,19 @@ class ErrorTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'"):
             fp.FusedPropGAN(generator, discriminator, loss="hinge")
 
+    def test_shapes_are_refused_in_one_line_naming_the_expected_shape(self):
+        other = keras.Sequential([keras.Input((4, 4, 3)), keras.layers.Flatten(), fp.layers.Dense(1)])
+        with self.assertRaisesRegex(
+            ValueError, r"^The generator makes samples of shape \(8, 8, 3\) but the discriminator takes .*\(4, 4, 3\)"
+        ):
+            fp.FusedPropGAN(tu.tiny_generator(), other)
+        gan = make_gan()
+        with self.assertRaisesRegex(
+            ValueError,
+            r"^FusedPropGAN trains on samples of shape \(8, 8, 3\) .*; fit received a batch of shape \(4, 4, 4, 3\)\.$",
+        ):
+            gan.fit(np.zeros((8, 4, 4, 3), "float32"), batch_size=4, verbose=0)
+
     def test_fit_without_compile(self):
         gan = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator())
         with self.assertRaisesRegex(ValueError, "compile"):
@@ -588,6 +601,10 @@ class SavingTest(tu.TestCase):
             model = tf.saved_model.load({directory!r})
             out = model.serve(tf.constant(np.load({os.path.join(self.get_temp_dir(), "z.npy")!r})))
             print(json.dumps(out.numpy().tolist()))
+            try:
+                model.serve(tf.zeros([2, {tu.LATENT + 1}]))
+            except TypeError as err:
+                print("REFUSED", str(err).splitlines()[0])
         """)
         result = subprocess.run(
             [sys.executable, "-c", script],
@@ -596,7 +613,11 @@ class SavingTest(tu.TestCase):
             check=True,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         )
-        served = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
+        served = np.array(json.loads(result.stdout.strip().splitlines()[-2]))
+        self.assertRegex(
+            result.stdout.strip().splitlines()[-1],
+            rf"^REFUSED .*shape=\(2, {tu.LATENT + 1}\).*shape=\(None, {tu.LATENT}\)",
+        )
         self.assertAllClose(served, gan.generator(z, training=False), rtol=1e-5, atol=1e-6)
 
 

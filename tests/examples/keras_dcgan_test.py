@@ -1,0 +1,60 @@
+"""examples/keras_dcgan.py: the ported keras-io DCGAN runs a few steps in a fresh process, its
+callback, ModelCheckpoint, reload and export work; and keras.callbacks.TensorBoard writes events."""
+
+import glob
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_fusedprop as fp
+from tests import testing_utils as tu
+
+SCRIPT = """
+import sys
+sys.argv = ["keras_dcgan.py", "--out", {out!r}, "--steps", "2", "--epochs", "2", "--batch_size", "8", "--form", {form!r}]
+import runpy
+runpy.run_path("examples/keras_dcgan.py", run_name="__main__")
+"""
+
+SERVE = """
+import numpy as np, tensorflow as tf
+generator = tf.saved_model.load({directory!r})
+print("SHAPE", tuple(generator.serve(tf.random.normal([3, 64])).shape))
+"""
+
+
+class KerasDCGANTest(tu.TestCase):
+    @parameterized.parameters("fused", "adaptive")
+    def test_a_few_steps_with_the_callback_checkpoint_reload_and_export(self, form):
+        out = self.get_temp_dir()
+        result = tu.run_script(SCRIPT.format(out=out, form=form), timeout=600)
+        self.assertEqual(result.returncode, 0, result.stdout[-2000:] + result.stderr[-3000:])
+        self.assertLen(glob.glob(os.path.join(out, "images", "*.png")), 96)
+        self.assertLen(glob.glob(os.path.join(out, "samples", "epoch_*_*.png")), 6)  # 2 epochs x 3 images
+        self.assertTrue(os.path.exists(os.path.join(out, "gan.keras")))
+        self.assertRegex(result.stdout, r"\|G_reloaded\(z\) - G\(z\)\| <= 0\.0e\+00")
+        self.assertIn("serve(z) has shape (4, 32, 32, 3)", result.stdout)
+        # The documented use of the export, in a fresh process: load into a variable, then serve.
+        served = tu.run_script(SERVE.format(directory=os.path.join(out, "generator")))
+        self.assertEqual(served.returncode, 0, served.stderr[-3000:])
+        self.assertEqual(tu.marked_lines(served.stdout)["SHAPE"], "(3, 32, 32, 3)")
+
+
+class TensorBoardCallbackTest(tu.TestCase):
+    def test_kerass_tensorboard_callback_writes_the_gan_metrics(self):
+        log_dir = self.get_temp_dir()
+        keras.utils.set_random_seed(0)
+        gan = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), seed=0)
+        gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+        images = np.random.default_rng(0).uniform(-1, 1, (16,) + tu.IMAGE).astype("float32")
+        gan.fit(images, batch_size=8, epochs=2, verbose=0, callbacks=[keras.callbacks.TensorBoard(log_dir)])
+        events = tu.read_events(os.path.join(log_dir, "train"))
+        self.assertEqual([step for step, _, _ in events["epoch_d_loss"]], [0, 1])
+        self.assertTrue({"epoch_g_loss", "epoch_real_logit", "epoch_fake_logit"} <= set(events))
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -132,13 +132,22 @@ COLORS = {
 }
 
 
-#: Stabilizers: named changes of the shipped config (`KEY: VALUE`, dotted keys), each a row
-#: per form of the table, alternating included (the comparison stays honest). "defaults" is
-#: the shipped config itself; `--define_stabilizer` adds others for one invocation.
+#: Stabilizers: named changes of the shipped config (`{KEY: VALUE}` with dotted keys, or
+#: `{task: {KEY: VALUE}}`), each a row per form of the table, alternating included (the
+#: comparison stays honest; a change that leaves a form's config as it was makes no row).
+#: "defaults" is the shipped config itself; `--define_stabilizer` adds others for one invocation.
 STABILIZERS = {
     "defaults": {},
+    # The configs as shipped before the stabilizers were chosen (commit 049eb56, 2026-11-30).
+    "previous_defaults": {
+        "ring8": {"steps_per_execution": 10, "steps_per_epoch": 500, "ema.decay": None, "lookahead.every": 0},
+        "grid25": {"steps_per_execution": 10, "steps_per_epoch": 1000, "ema.decay": None, "lookahead.every": 0},
+        "digits": {"steps_per_execution": 1, "ema.decay": 0.999, "beta1": 0.5},
+    },
+    # Lookahead for alternating too, where the configs give it to the simultaneous forms only.
+    "lookahead_everywhere": {"lookahead.forms": "fused,inverse,adaptive,simultaneous,alternating"},
     "no_lookahead": {"lookahead.every": 0},
-    "lookahead10": {"lookahead.every": 10, "lookahead.alpha": 0.5},
+    "no_ema": {"ema.decay": None},
     "beta1_0": {"beta1": 0.0},
 }
 
@@ -244,6 +253,8 @@ def make_config(run, quick=False, overrides=(), cache_dir=None, stabilizers=None
     changes = (stabilizers or STABILIZERS).get(run.stabilizer)
     if changes is None:
         raise ConfigError(f"unknown stabilizer {run.stabilizer!r}; known: {', '.join(stabilizers or STABILIZERS)}.")
+    if changes and set(changes) <= set(CONFIGS):  # per task
+        changes = changes.get(run.task, {})
     _set_fields(config, [*changes.items(), *map(_parse_override, overrides)])
     validate(config)
     return config
@@ -262,6 +273,20 @@ def _set_fields(config, changes):
             node[last] = float(value) if isinstance(node[last], float) and isinstance(value, int) else value
         except TypeError as err:
             raise ConfigError(f"--override {key}={value!r}: {err}") from None
+
+
+def distinct(runs):
+    """`(runs, ids left out)`: a run whose config equals an earlier run's (a stabilizer that
+    changes nothing for that form, e.g. one restricted to other forms) is the same run: left out."""
+    seen, kept, left_out = set(), [], []
+    for run, config in runs:
+        key = repr(sorted(_comparable(json_values(config)).items()))
+        if key in seen:
+            left_out.append(run.id)
+        else:
+            seen.add(key)
+            kept.append((run, config))
+    return kept, left_out
 
 
 def _comparable(config_values):
@@ -766,6 +791,9 @@ def run(argv):
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    runs, duplicates = distinct(runs)
+    if duplicates:
+        print(f"{len(duplicates)} runs left out: the same config as another row's ({', '.join(duplicates[:4])}...)")
     todo = []
     for r, config in runs:
         old = records.get(r.id)

@@ -19,7 +19,7 @@ from tf_fusedprop.experiment import train_lib
 TINY = {
     "ring8": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 200, "grid_samples": 50},
     "grid25": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 200, "grid_samples": 50},
-    "digits": {"steps": 20, "steps_per_epoch": 10, "eval_samples": 100, "grid_samples": 16},
+    "digits": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 100, "grid_samples": 16},
 }
 
 

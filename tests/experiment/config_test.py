@@ -6,6 +6,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 from ml_collections import config_dict
 
+import tf_fusedprop as fp
 from configs import base
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import config as fp_config
@@ -139,6 +140,31 @@ class ValidateTest(tu.TestCase):
     def test_accepts_every_shipped_config(self):
         for module in tu.CONFIG_MODULES.values():
             fp_config.validate(module.get_config())
+
+
+class GanArgumentsTest(tu.TestCase):
+    def test_the_library_objects_of_a_config(self):
+        config = tu.tiny_config("digits")
+        config.r1.gamma, config.r1.every, config.gp.weight, config.augment = 0.5, 4, 10.0, "color"
+        arguments = fp_config.gan_arguments(config)
+        self.assertEqual(
+            [repr(r) for r in arguments["regularizers"]],
+            ["R1(gamma=0.5, every=4)", "GradientPenalty(weight=10.0, target=1.0, every=1)"],
+        )
+        self.assertEqual(
+            (repr(arguments["form"]), arguments["augment"].policy), (repr(fp.SinglePass("fused")), "color")
+        )
+        self.assertEqual((arguments["ema"].decay, arguments["lookahead"]), (0.995, None))
+
+    def test_lookahead_applies_to_the_forms_it_lists(self):
+        config = tu.tiny_config("ring8")
+        config.lookahead.every, config.lookahead.forms = 10, "fused,adaptive"
+        self.assertEqual(repr(fp_config.gan_arguments(config)["lookahead"]), "Lookahead(every=10, alpha=0.8)")
+        config.form = "alternating"
+        self.assertIsNone(fp_config.gan_arguments(config)["lookahead"])
+        config.lookahead.forms = "fused,alternate"
+        with self.assertRaisesRegex(fp_config.ConfigError, r"lookahead.forms names unknown forms \['alternate'\]"):
+            fp_config.gan_arguments(config)
 
 
 class ScheduleTest(tu.TestCase):

@@ -188,7 +188,7 @@ def gan_arguments(config):
         (("r1", "gp"), lambda: {"regularizers": _regularizers(config)}),
         (("augment",), lambda: {"augment": DiffAugment(config.augment) if config.augment else None}),
         (("ema",), lambda: {"ema": EMA(**config.ema) if config.ema.decay is not None else None}),
-        (("lookahead",), lambda: {"lookahead": Lookahead(**config.lookahead) if config.lookahead.every else None}),
+        (("lookahead",), lambda: {"lookahead": _lookahead(config)}),
     )
     arguments = {"seed": config.seed}
     for keys, build in builders:
@@ -198,6 +198,17 @@ def gan_arguments(config):
             fields = ", ".join(f"config.{key}" for key in keys)
             raise ConfigError(f"invalid {fields}: {' '.join(str(err).split())}") from None
     return arguments
+
+
+def _lookahead(config):
+    """`Lookahead(every, alpha)` if `lookahead.every` is on and `lookahead.forms` (a
+    comma-separated list of forms, a per-form default of the config) names the config's form."""
+    settings = dict(config.lookahead)
+    forms = [name.strip() for name in str(settings.pop("forms", ",".join(fp_forms.FORMS))).split(",") if name.strip()]
+    unknown = sorted(set(forms) - set(fp_forms.FORMS))
+    if unknown:
+        raise ValueError(f"lookahead.forms names unknown forms {unknown}; forms: {', '.join(fp_forms.FORMS)}.")
+    return Lookahead(**settings) if settings["every"] and config.form in forms else None
 
 
 def _supported_pair(config):

@@ -150,6 +150,8 @@ def _announce(config, strategy, precision, run, out, gan, initial_epoch, notes):
         f"{config.name}: {config.dataset}, network {config.network}, loss {config.loss}, form {config.form}, "
         f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}"
     )
+    plugins = [repr(p) for p in (gan.form, *gan.regularizers, gan.augment, gan.ema, gan.lookahead) if p is not None]
+    _print(f"step: {', '.join(plugins)}")
     _print(f"Writing to {run.path}; rerun the same command (or pass --workdir={run.path}) to resume it.")
     if initial_epoch:
         _print(f"Resuming from epoch {initial_epoch}/{epochs} ({int(gan.g_optimizer.iterations.numpy())} steps done).")

@@ -84,15 +84,20 @@ def main():
     print(
         f"{'loss':<14} {'form':<9} {'float32':>10} {'float64':>10}   with labels, DiffAugment, R1, GP: {'float32':>8} {'float64':>8}"
     )
+    # Built once: no row trains, and each comparison restores D's state before its second pass.
+    pairs = [
+        (everything, dtype, make(dtype))
+        for everything, make in ((False, make_pair), (True, make_conditional_pair))
+        for dtype in ("float32", "float64")
+    ]
     for loss in fp.losses.names():
         for form in ("fused", "inverse", "adaptive"):
             if not fp.steps.supports(loss, form):
                 continue
-            row = []
-            for everything, make in ((False, make_pair), (True, make_conditional_pair)):
-                for dtype in ("float32", "float64"):
-                    generator, discriminator = make(dtype)
-                    row.append(relative_difference(generator, discriminator, loss, form, dtype, everything))
+            row = [
+                relative_difference(generator, discriminator, loss, form, dtype, everything)
+                for everything, dtype, (generator, discriminator) in pairs
+            ]
             print(f"{loss:<14} {form:<9} {row[0]:>10.1e} {row[1]:>10.1e}   {'':>34} {row[2]:>8.1e} {row[3]:>8.1e}")
 
 

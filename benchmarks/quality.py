@@ -66,6 +66,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import tf_fusedprop  # noqa: E402, F401  (first: it loads TensorFlow without its start-up lines)
+
+# isort: split
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -290,8 +293,14 @@ def distinct(runs):
 
 
 def _comparable(config_values):
-    """A config as JSON values, less what does not change training (where the cache is)."""
-    return {key: value for key, value in config_values.items() if key != "cache_dir"}
+    """A config as JSON values, less what does not change training: where the cache is, and
+    the forms Lookahead applies to (kept as whether it applies to this run's form)."""
+    values = {key: value for key, value in config_values.items() if key != "cache_dir"}
+    lookahead = values.get("lookahead")
+    if isinstance(lookahead, dict) and "forms" in lookahead:
+        applies = values.get("form") in str(lookahead["forms"]).split(",")
+        values["lookahead"] = {**lookahead, "forms": None, "every": lookahead["every"] if applies else 0}
+    return values
 
 
 def _estimate(run, config):

@@ -77,7 +77,7 @@ from absl import flags, logging  # noqa: E402
 from configs import digits, grid25, ring8  # noqa: E402
 from tf_fusedprop.experiment import divergence, files, train_lib  # noqa: E402
 from tf_fusedprop.experiment import workdir as fp_workdir  # noqa: E402
-from tf_fusedprop.experiment.config import ConfigError, json_values, schedule, validate  # noqa: E402
+from tf_fusedprop.experiment.config import ConfigError, json_values, lookahead_applies, schedule, validate  # noqa: E402
 
 FORMS = ("alternating", "fused", "inverse", "adaptive", "simultaneous")
 #: The hinge loss has no lambda (no `fused`): its single-pass forms against AltGD, on one task.
@@ -298,7 +298,7 @@ def _comparable(config_values):
     values = {key: value for key, value in config_values.items() if key != "cache_dir"}
     lookahead = values.get("lookahead")
     if isinstance(lookahead, dict) and "forms" in lookahead:
-        applies = values.get("form") in str(lookahead["forms"]).split(",")
+        applies = lookahead_applies(values.get("form"), lookahead)
         values["lookahead"] = {**lookahead, "forms": None, "every": lookahead["every"] if applies else 0}
     return values
 

@@ -64,6 +64,17 @@ class PlanTest(tu.TestCase):
         quick = quality.make_config(quality.Run(task, "nonsaturating", "fused", 0), quick=True, overrides=["g_lr=5e-4"])
         self.assertEqual((quick.steps, quick.g_lr), (quality.QUICK[task]["steps"], 5e-4))
 
+    def test_a_stabilizer_that_leaves_a_runs_effective_config_unchanged_makes_no_run(self):
+        runs = [
+            quality.Run("ring8", "nonsaturating", form, 0, stabilizer)
+            for stabilizer in ("defaults", "lookahead_everywhere", "no_ema")
+            for form in ("alternating", "fused")
+        ]
+        kept, left_out = quality.distinct([(run, quality.make_config(run)) for run in runs])
+        # ring8 gives Lookahead to fused already: "everywhere" changes alternating's run only.
+        self.assertEqual(left_out, ["ring8-nonsaturating-fused+lookahead_everywhere-s0"])
+        self.assertLen(kept, 5)
+
     def test_bad_overrides_are_config_errors(self):
         run = quality.Run("ring8", "nonsaturating", "fused", 0)
         for override, message in (("g_lr", "KEY=VALUE"), ("nope=1", "unknown config key"), ("g_lr=-1", "g_lr")):

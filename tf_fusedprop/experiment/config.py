@@ -35,6 +35,7 @@ __all__ = [
     "ConfigError",
     "gan_arguments",
     "json_values",
+    "lookahead_applies",
     "schedule",
     "validate",
 ]
@@ -200,15 +201,26 @@ def gan_arguments(config):
     return arguments
 
 
-def _lookahead(config):
-    """`Lookahead(every, alpha)` if `lookahead.every` is on and `lookahead.forms` (a
-    comma-separated list of forms, a per-form default of the config) names the config's form."""
-    settings = dict(config.lookahead)
-    forms = [name.strip() for name in str(settings.pop("forms", ",".join(fp_forms.FORMS))).split(",") if name.strip()]
+def lookahead_applies(form, lookahead):
+    """Whether the `lookahead` sub-dict (`every`, `alpha`, `forms`) turns Lookahead on for
+    `form`: `every` is not 0 and `forms` (comma-separated, a per-form default of the config;
+    absent: every form) names it.
+
+    Raises:
+      ValueError: `forms` names a form that does not exist.
+    """
+    listed = str(lookahead.get("forms", ",".join(fp_forms.FORMS)))
+    forms = [name.strip() for name in listed.split(",") if name.strip()]
     unknown = sorted(set(forms) - set(fp_forms.FORMS))
     if unknown:
         raise ValueError(f"lookahead.forms names unknown forms {unknown}; forms: {', '.join(fp_forms.FORMS)}.")
-    return Lookahead(**settings) if settings["every"] and config.form in forms else None
+    return bool(lookahead["every"]) and form in forms
+
+
+def _lookahead(config):
+    """`Lookahead(every, alpha)` where `lookahead_applies` to the config's form, else None."""
+    settings = {key: value for key, value in dict(config.lookahead).items() if key != "forms"}
+    return Lookahead(**settings) if lookahead_applies(config.form, dict(config.lookahead)) else None
 
 
 def _supported_pair(config):

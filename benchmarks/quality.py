@@ -165,8 +165,7 @@ class Run:
 
     @property
     def id(self):
-        form = self.form if self.stabilizer == "defaults" else f"{self.form}+{self.stabilizer}"
-        return f"{self.task}-{self.loss}-{form}-s{self.seed}"
+        return f"{self.task}-{self.loss}-{self.row}-s{self.seed}"
 
     @property
     def row(self):

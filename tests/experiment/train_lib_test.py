@@ -14,9 +14,11 @@ import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
+from tf_fusedprop import FusedPropGAN
 from tf_fusedprop.experiment import callbacks, features, train_lib
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, validate
+from tf_fusedprop.experiment.interrupt import TrainingInterrupted
 
 
 def quiet_train(config, workdir, **kwargs):
@@ -188,6 +190,27 @@ class BuildGanTest(tu.TestCase):
         config.generator.units = -1
         with self.assertRaisesRegex(ConfigError, r"^cannot build network 'mlp': "):
             train_lib.build_gan(config)
+
+
+class InterruptTest(tu.TestCase):
+    def test_ctrl_c_while_the_results_are_written_keeps_the_checkpoint_and_the_rerun_writes_them(self):
+        config = tu.tiny_config("ring8")
+        config.eval_samples = 0
+        workdir = self.get_temp_dir()
+        with mock.patch.object(FusedPropGAN, "export_generator", side_effect=KeyboardInterrupt):
+            with self.assertRaises(TrainingInterrupted) as caught:
+                quiet_train(config, workdir)
+        self.assertEqual((caught.exception.trained, caught.exception.step), (True, 2))
+        self.assertRegex(
+            caught.exception.describe(),
+            r"^interrupted after the last step \(2\), while the generator and the summary were written; the last "
+            r"checkpoint \(epoch 2, step 2\) is kept in .*backup; rerun the same command to write them$",
+        )
+        self.assertFalse(os.path.exists(os.path.join(workdir, "summary.json")))
+        summary, printed = quiet_train(config, workdir)
+        self.assertIn("Resuming from epoch 2/2 (2 steps done).", printed)
+        self.assertEqual((summary["steps"], summary["resumed_from_epoch"]), (2, 2))
+        self.assertTrue(os.path.exists(os.path.join(workdir, "generator", "saved_model.pb")))
 
 
 if __name__ == "__main__":

@@ -118,9 +118,12 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
         notes = [note, distribution.fit_under(gan, strategy), _rates_note(run, rates_changed)]
         _announce(config, strategy, precision, run, out, gan, initial_epoch, notes)
         _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose)
-        return _finish(
-            config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
-        )
+        try:
+            return _finish(
+                config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
+            )
+        except KeyboardInterrupt:
+            raise _interrupted(gan, saving, out, trained=True) from None
 
 
 def _build(config, data, strategy, checkpoint):
@@ -180,8 +183,13 @@ def _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose):
         raise
     except KeyboardInterrupt:
         hooks.writer.close()
-        step = int(gan.g_optimizer.iterations.numpy())
-        raise TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out) from None
+        raise _interrupted(gan, checkpoint, out) from None
+
+
+def _interrupted(gan, checkpoint, out, trained=False):
+    """The `TrainingInterrupted` of a Ctrl-C at `gan`'s step, with `checkpoint`'s last save."""
+    step = int(gan.g_optimizer.iterations.numpy())
+    return TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out, trained)
 
 
 def build_gan(config, precision=None, network_inputs=None):

@@ -6,6 +6,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import layers as fp_layers
+from tf_fusedprop.experiment import distribution
 
 LATENT = 4
 IMAGE = (8, 8, 3)
@@ -100,6 +101,18 @@ class StateSnapshot:
     def restore(self):
         for v, value in zip(self._vars, self._values):
             v.assign(value)
+
+
+def split_cpu_in_two():
+    """Splits the CPU into two logical devices (`tests/conftest.py` does, before any test)."""
+    distribution.split_cpu(2)
+
+
+def two_cpu_strategy():
+    """A `MirroredStrategy` over the two logical CPUs of `split_cpu_in_two`."""
+    if len(tf.config.list_logical_devices("CPU")) < 2:
+        raise RuntimeError("the CPU is not split in two: run the tests with pytest (tests/conftest.py splits it)")
+    return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 
 
 def run_script(script, timeout=300, env=None):

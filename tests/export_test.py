@@ -20,6 +20,10 @@ RELOAD = textwrap.dedent("""
         model = tf.saved_model.load(directory)
         args = [tf.constant(inputs["z"])] + ([tf.constant(inputs["labels"])] if "labels" in inputs else [])
         outputs[directory] = model.serve(*args).numpy().tolist()
+        try:
+            model.serve(tf.zeros([2, inputs["z"].shape[1] + 1]), *args[1:])
+        except TypeError as err:
+            outputs[directory + ".refused"] = str(err).splitlines()[0]
     print("JSON " + json.dumps(outputs))
 """)
 
@@ -31,7 +35,8 @@ def reload_and_serve(requests):
       requests: `{directory: (z, labels or None)}`.
 
     Returns:
-      `{directory: served samples}`.
+      `{directory: served samples}`, and `{directory + ".refused": the first line of the
+      TypeError}` of serving a latent one wider than `z`.
     """
     for directory, (z, labels) in requests.items():
         np.savez(directory + ".inputs.npz", z=z, **({} if labels is None else {"labels": labels}))
@@ -43,7 +48,7 @@ def reload_and_serve(requests):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     line = [text for text in result.stdout.splitlines() if text.startswith("JSON ")][-1]
-    return {directory: np.array(value) for directory, value in json.loads(line[5:]).items()}
+    return {key: value if key.endswith(".refused") else np.array(value) for key, value in json.loads(line[5:]).items()}
 
 
 class ExportTest(tu.TestCase):
@@ -60,6 +65,10 @@ class ExportTest(tu.TestCase):
         served = reload_and_serve({conditional_dir: (z, labels), plain_dir: (z, None)})
         self.assertAllClose(served[conditional_dir], conditional([z, labels], training=False), atol=1e-6)
         self.assertAllClose(served[plain_dir], plain(z, training=False), atol=1e-6)
+        for directory in (conditional_dir, plain_dir):  # a latent of the wrong size: one line naming the shape
+            self.assertRegex(
+                served[directory + ".refused"], rf"shape=\(2, {tu.LATENT + 1}\).*shape=\(None, {tu.LATENT}\)"
+            )
         info = export.read_export_info(conditional_dir)
         self.assertEqual((info["signature"], info["num_classes"], info["weights"]), ("serve(z, labels)", 3, "ema"))
         self.assertEqual(export.read_export_info(plain_dir)["signature"], "serve(z)")

@@ -33,7 +33,8 @@ and rerunning all of them after a failure resumes from the chief's last checkpoi
 
 Ctrl-C stops a run with one line on stderr (`interrupted at step N; the last checkpoint ... is
 kept in WORKDIR/backup; run ... to resume from it`) and exit status 130; rerunning the same
-command resumes from the last epoch's checkpoint.
+command resumes from the last epoch's checkpoint. After the last epoch (while the generator and
+the summary are written) the line says so, and the rerun trains nothing and writes them.
 
 Exit status: 0 when training is done; 3 when training diverged (above); 130 when interrupted
 (Ctrl-C); 2 for bad input

@@ -64,7 +64,11 @@ def _read_json(path):
 #: `train.py` whose run waits once its first checkpoint is written, until a signal ends it: a
 #: test's kill or Ctrl-C then lands at a known point, however slowly the test is scheduled.
 _WAITS_AFTER_FIRST_CHECKPOINT = """
-import sys, time, train
+import signal, sys, time
+# As under a terminal: a test started in a background job inherits SIGINT ignored (Python then
+# installs no KeyboardInterrupt handler), and the Ctrl-C would never arrive.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import train
 from tf_fusedprop.experiment import callbacks
 save = callbacks.BackupAndRestore.on_epoch_end
 def save_then_wait(self, epoch, logs=None):

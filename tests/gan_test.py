@@ -605,15 +605,7 @@ class MirroredStrategyTest(tu.TestCase):
         results = {}
         for iter_size in (1, 2):
             with strategy.scope():
-                keras.utils.set_random_seed(0)
-                gan = fp.FusedPropGAN(
-                    tu.tiny_generator(batch_norm=False),
-                    tu.tiny_discriminator(),
-                    form="inverse",
-                    iter_size=iter_size,
-                    seed=3,
-                )
-                gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+                gan = make_gan(form="inverse", iter_size=iter_size)
             history = gan.fit(data, batch_size=16, epochs=1, shuffle=False, verbose=0)
             results[iter_size] = [w.numpy() for w in gan.trainable_weights]
             self.assertEqual(gan.d_optimizer.iterations.numpy(), 4)
@@ -624,14 +616,7 @@ class MirroredStrategyTest(tu.TestCase):
         self.assertNotAllClose(z0, z1)  # each replica its own latents
         # Spectral norm inside the accumulation loop: each replica updates its own (equal) copy of u.
         with strategy.scope():
-            gan = fp.FusedPropGAN(
-                tu.tiny_generator(batch_norm=False),
-                tu.tiny_discriminator(spectral_norm=True),
-                form="inverse",
-                iter_size=2,
-                seed=3,
-            )
-            gan.compile(d_optimizer=keras.optimizers.Adam(1e-3), g_optimizer=keras.optimizers.Adam(1e-3))
+            gan = make_gan(form="inverse", iter_size=2, spectral_norm=True)
         u_before = gan.discriminator.layers[0].sn_u.numpy()
         gan.fit(data, batch_size=16, epochs=1, shuffle=False, verbose=0)
         u0, u1 = [v.numpy() for v in strategy.experimental_local_results(gan.discriminator.layers[0].sn_u.value)]

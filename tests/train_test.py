@@ -93,10 +93,10 @@ def _start_until_first_checkpoint(test, args, workdir=None, **popen_kwargs):
     test.addCleanup(process.kill)
     deadline = time.monotonic() + 120
     pattern = os.path.join(workdir or os.path.join(tmp, "runs", "*"), "backup", "checkpoint.json")
-    while not glob.glob(pattern):
+    while not (found := glob.glob(pattern)):
         test.assertTrue(process.poll() is None and time.monotonic() < deadline, "no checkpoint was written")
         time.sleep(0.02)
-    return process, os.path.dirname(os.path.dirname(glob.glob(pattern)[0]))
+    return process, os.path.dirname(os.path.dirname(found[0]))
 
 
 class BadInputTest(tu.TestCase):

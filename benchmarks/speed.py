@@ -21,6 +21,7 @@ A variant is a `+`-joined set of levers:
 | `float32`, `mixed_bfloat16`, `mixed_float16`, `auto` | the networks' dtype policy (`auto`: `tf_fusedprop.precision.choose`) |
 | `xla` | `jit_compile=True` for the step |
 | `calls=K` | K training steps per `tf.function` call (as `steps_per_execution=K` in `fit`) |
+| `dw=P` | the convolutions' weight-gradient policy `P` (`tf_fusedprop.conv_weight_gradients`: `auto`, the default, or `native`, `forward_conv`, `taps`) |
 | `keras_leaky_relu` | D built with `keras.layers.LeakyReLU` instead of `tf_fusedprop.layers.LeakyReLU` (whose gradient keeps Grappler's Conv/MatMul+BiasAdd+LeakyRelu fusion) |
 | `r1`, `r1_lazy`, `gp`, `augment`, `ema` | what a feature costs: R1 (gamma 1) every step or every 16th (`R1(1.0, every=16)`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999) |
 
@@ -42,8 +43,8 @@ import tensorflow as tf
 from absl import app, flags
 
 import tf_fusedprop as fp
+from tf_fusedprop import conv_weight_gradients, networks, precision
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop import networks, precision
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
@@ -111,7 +112,7 @@ def feature_arguments(levers):
 
 def parse_variant(variant):
     """`{"precision", "xla", "calls", "keras_leaky_relu", "features"}` of a `+`-joined variant string."""
-    levers = {"precision": "float32", "xla": False, "calls": 1, "keras_leaky_relu": False, "features": []}
+    levers = {"precision": "float32", "xla": False, "calls": 1, "keras_leaky_relu": False, "features": [], "dw": "auto"}
     for lever in filter(None, variant.split("+")):
         if lever in PRECISIONS:
             levers["precision"] = lever
@@ -121,6 +122,8 @@ def parse_variant(variant):
             levers["features"].append(lever)
         elif lever.startswith("calls="):
             levers["calls"] = int(lever.split("=", 1)[1])
+        elif lever.startswith("dw=") and lever[3:] in conv_weight_gradients.POLICIES:
+            levers["dw"] = lever[3:]
         else:
             raise app.UsageError(f"unknown lever {lever!r} in variant {variant!r}; see --helpfull")
     if FLAGS.jit_compile:
@@ -180,8 +183,11 @@ def main(argv):
     for variant in variants:
         for form in FLAGS.forms:
             start = time.perf_counter()
+            # The policy is read when the step is traced: during the warm-up.
+            conv_weight_gradients.set_policy(parse_variant(variant)["dw"])
             runs[variant, form], steps_per_round[variant, form] = build_step(form, variant, real)
             runs[variant, form](1 + FLAGS.warmup_steps)
+            conv_weight_gradients.set_policy(None)
             print(
                 f"  traced and warmed up {variant:<28} {form:<18} in {time.perf_counter() - start:6.1f} s", flush=True
             )

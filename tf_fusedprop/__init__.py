@@ -16,7 +16,7 @@ with _startup.native_stderr_silenced(_startup.hide_native_logs()):
     _tf.config.list_physical_devices()  # the CUDA probe prints here, hidden
 del _tf
 
-from tf_fusedprop import forms, layers, losses, ops, steps  # noqa: E402
+from tf_fusedprop import conv_weight_gradients, forms, layers, losses, ops, steps  # noqa: E402
 from tf_fusedprop.accumulation import GradientAccumulator  # noqa: E402
 from tf_fusedprop.augment import DiffAugment  # noqa: E402
 from tf_fusedprop.batch import Batch  # noqa: E402
@@ -42,6 +42,7 @@ __all__ = [
     "SinglePass",
     "Simultaneous",
     "compute_gradients",
+    "conv_weight_gradients",
     "forms",
     "layers",
     "losses",

@@ -17,9 +17,9 @@ power iterations per step, where the single-pass FusedProp forms run one.
 import keras
 import tensorflow as tf
 
-from tf_fusedprop import ops
+from tf_fusedprop import conv_weight_gradients, ops
 
-__all__ = ["Conv2D", "Dense", "Embedding", "LeakyReLU", "supports_parameter_gradient_scaling"]
+__all__ = ["Conv2D", "Conv2DTranspose", "Dense", "Embedding", "LeakyReLU", "supports_parameter_gradient_scaling"]
 
 
 def supports_parameter_gradient_scaling(layer):
@@ -42,7 +42,7 @@ class _FusedPropLayer:
 
     def call(self, inputs, training=None):
         scaling = ops.active_parameter_gradient_scaling()
-        if scaling is None and not self.spectral_norm:
+        if scaling is None and not self.spectral_norm and self._weight_gradient_formulation() == "native":
             return super().call(inputs)
         x = self._affine(inputs, self._normalized_kernel(training), scaling)
         activation = getattr(self, "activation", None)
@@ -52,6 +52,10 @@ class _FusedPropLayer:
         config = super().get_config()
         config["spectral_norm"] = self.spectral_norm
         return config
+
+    def _weight_gradient_formulation(self):
+        # Layers whose kernel gradient has other formulations (Conv2D) override this.
+        return "native"
 
     def _build_spectral_norm(self, out_dim):
         if self.spectral_norm:
@@ -135,10 +139,15 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
     Args:
       filters, kernel_size: as in `keras.layers.Conv2D`.
       spectral_norm: if True, use the spectrally normalized kernel (see module docstring).
+      weight_gradient: how the kernel gradient is computed (`tf_fusedprop.conv_weight_gradients`):
+        "auto" (the process's policy: by default the fastest formulation measured on this
+        machine for the layer's shape, in bfloat16/float16 on CPUs; TensorFlow's own kernel
+        otherwise), "native", "forward_conv" or "taps". The values are the same either way,
+        up to the dtype's rounding.
       **kwargs: every other `keras.layers.Conv2D` argument.
     """
 
-    def __init__(self, filters, kernel_size, spectral_norm=False, **kwargs):
+    def __init__(self, filters, kernel_size, spectral_norm=False, weight_gradient="auto", **kwargs):
         super().__init__(filters, kernel_size, **kwargs)
         if self.groups != 1 or self.data_format != "channels_last":
             raise ValueError(
@@ -146,20 +155,68 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
                 f"Received: groups={self.groups}, data_format={self.data_format!r}."
             )
         self.spectral_norm = bool(spectral_norm)
+        self.weight_gradient = conv_weight_gradients.check_policy(weight_gradient)
+
+    def get_config(self):
+        return {**super().get_config(), "weight_gradient": self.weight_gradient}
+
+    def _weight_gradient_formulation(self):
+        if tuple(self.dilation_rate) != (1, 1):
+            return "native"
+        return conv_weight_gradients.resolve(self.weight_gradient, self.compute_dtype)
 
     def _affine(self, inputs, kernel, scaling):
-        if scaling is not None:
-            return ops.scaled_conv2d(
-                inputs,
-                kernel,
-                self.bias,
-                scaling,
-                strides=self.strides,
-                padding=self.padding,
-                dilations=self.dilation_rate,
-            )
-        x = self.convolution_op(inputs, kernel)
-        return keras.ops.add(x, self.bias) if self.use_bias else x
+        formulation = self._weight_gradient_formulation()
+        if scaling is None and formulation == "native":
+            x = self.convolution_op(inputs, kernel)
+            return keras.ops.add(x, self.bias) if self.use_bias else x
+        return ops.conv2d(
+            inputs,
+            kernel,
+            self.bias,
+            strides=self.strides,
+            padding=self.padding,
+            dilations=self.dilation_rate,
+            factor=scaling,
+            weight_gradient=formulation,
+        )
+
+
+@keras.saving.register_keras_serializable(package="tf_fusedprop")
+class Conv2DTranspose(keras.layers.Conv2DTranspose):
+    """`keras.layers.Conv2DTranspose` whose kernel gradient formulation is chosen like `Conv2D`'s.
+
+    The same values and gradients as Keras's layer (up to the dtype's rounding); a generator's
+    layer, so it has no InvFusedProp scaling or spectral norm. With `output_padding`, dilation,
+    `channels_first` or a non-static spatial input shape it is exactly Keras's layer.
+
+    Args:
+      filters, kernel_size: as in `keras.layers.Conv2DTranspose`.
+      weight_gradient: as in `tf_fusedprop.layers.Conv2D`.
+      **kwargs: every other `keras.layers.Conv2DTranspose` argument.
+    """
+
+    def __init__(self, filters, kernel_size, weight_gradient="auto", **kwargs):
+        super().__init__(filters, kernel_size, **kwargs)
+        self.weight_gradient = conv_weight_gradients.check_policy(weight_gradient)
+
+    def get_config(self):
+        return {**super().get_config(), "weight_gradient": self.weight_gradient}
+
+    def call(self, inputs):
+        plain = (
+            self.output_padding is not None
+            or tuple(self.dilation_rate) != (1, 1)
+            or self.data_format != "channels_last"
+            or None in tuple(inputs.shape[1:3])
+        )
+        formulation = "native" if plain else conv_weight_gradients.resolve(self.weight_gradient, self.compute_dtype)
+        if formulation == "native":
+            return super().call(inputs)
+        x = ops.conv2d_transpose(
+            inputs, self.kernel, self.bias, self.strides, self.padding, weight_gradient=formulation
+        )
+        return self.activation(x) if self.activation is not None else x
 
 
 @keras.saving.register_keras_serializable(package="tf_fusedprop")

@@ -21,10 +21,14 @@ import threading
 
 import tensorflow as tf
 
+from tf_fusedprop import conv_weight_gradients
+
 __all__ = [
     "DeferredFactor",
     "ParameterGradientScaling",
     "active_parameter_gradient_scaling",
+    "conv2d",
+    "conv2d_transpose",
     "per_sample",
     "scale_gradient",
     "scale_per_sample",
@@ -175,42 +179,47 @@ def scaled_dense(inputs, kernel, bias, factor):
     return _dense(*_as_tensors(inputs, kernel, bias))
 
 
-def _conv2d_gradients(x, w, upstream, scaled, strides4, padding, dilations4):
-    """TensorFlow's own input gradient of `upstream` and kernel gradient of `scaled`."""
-    options = {"strides": strides4, "padding": padding, "dilations": dilations4}
-    dx = tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.shape(x), filter=w, out_backprop=upstream, **options)
-    dw = tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=tf.shape(w), out_backprop=scaled, **options)
-    return dx, dw
-
-
 def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
     """NHWC 2-D convolution (+ bias) whose kernel/bias gradients use the per-sample scaled upstream.
 
     `strides` and `dilations` are `(h, w)` pairs, `padding` is "same" or "valid"; `factor` is
     a `DeferredFactor` (or `[batch]` tensor). The gradient with respect to `inputs` is the
-    ordinary one.
-
-    A dilated convolution runs as `tf.nn.convolution` (what Keras runs) and its two gradients
-    are that op's autodiff: TensorFlow's CPU kernels of `Conv2DBackpropInput` refuse dilation
-    rates above 1 unless oneDNN handles them (float32/bfloat16 only).
+    ordinary one. The kernel gradient is TensorFlow's own (`conv2d` chooses others).
     """
+    return conv2d(inputs, kernel, bias, strides, padding, dilations, factor=factor)
+
+
+def _own_gradient_conv2d(x, w, b, factor, strides, padding, weight_gradient):
     strides4 = [1, strides[0], strides[1], 1]
-    dilations4 = [1, dilations[0], dilations[1], 1]
-    padding = padding.upper()
-    dilated = tuple(dilations) != (1, 1)
 
+    @tf.custom_gradient
+    def _conv(x, w, *b):
+        y = tf.nn.conv2d(x, w, strides=strides4, padding=padding)
+        if b:
+            y = tf.nn.bias_add(y, b[0])
+
+        def grad(upstream):
+            scaled = upstream if factor is None else scale_per_sample(upstream, _factor_value(factor))
+            dx = tf.raw_ops.Conv2DBackpropInput(
+                input_sizes=tf.shape(x), filter=w, out_backprop=upstream, strides=strides4, padding=padding
+            )
+            formulation = weight_gradient
+            if formulation == "auto":
+                formulation = conv_weight_gradients.choose(x.shape, w.shape, strides, padding, w.dtype)
+            dw = conv_weight_gradients.weight_gradient(x, scaled, w.shape, strides, padding, formulation)
+            return (dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=scaled)) if b else (dx, dw)
+
+        return y, grad
+
+    return _conv(*_as_tensors(x, w, b))
+
+
+def _dilated_conv2d(x, w, b, factor, strides, padding, dilations):
+    # TensorFlow's CPU kernels of Conv2DBackpropInput refuse dilation rates above 1 unless oneDNN
+    # handles them (float32/bfloat16 only): a dilated convolution runs as `tf.nn.convolution`
+    # (what Keras runs) and its two gradients are that op's autodiff.
     def convolve(x, w):
-        if dilated:
-            return tf.nn.convolution(x, w, strides=strides, padding=padding, dilations=dilations)
-        return tf.nn.conv2d(x, w, strides=strides4, padding=padding, dilations=dilations4)
-
-    def backward(x, w, upstream, scaled):
-        if dilated:
-            with tf.GradientTape(persistent=True) as tape:
-                tape.watch([x, w])
-                y = convolve(x, w)  # pruned in graph mode: the gradients need x and w only
-            return tape.gradient(y, x, output_gradients=upstream), tape.gradient(y, w, output_gradients=scaled)
-        return _conv2d_gradients(x, w, upstream, scaled, strides4, padding, dilations4)
+        return tf.nn.convolution(x, w, strides=strides, padding=padding, dilations=dilations)
 
     @tf.custom_gradient
     def _conv(x, w, *b):
@@ -219,15 +228,82 @@ def scaled_conv2d(inputs, kernel, bias, factor, strides, padding, dilations):
             y = tf.nn.bias_add(y, b[0])
 
         def grad(upstream):
-            scaled = scale_per_sample(upstream, _factor_value(factor))
-            dx, dw = backward(x, w, upstream, scaled)
-            if b:
-                return dx, dw, tf.reduce_sum(scaled, axis=[0, 1, 2])
-            return dx, dw
+            scaled = upstream if factor is None else scale_per_sample(upstream, _factor_value(factor))
+            with tf.GradientTape(persistent=True) as tape:
+                tape.watch([x, w])
+                y = convolve(x, w)  # pruned in graph mode: the gradients need x and w only
+            dx, dw = tape.gradient(y, x, output_gradients=upstream), tape.gradient(y, w, output_gradients=scaled)
+            return (dx, dw, tf.reduce_sum(scaled, axis=[0, 1, 2])) if b else (dx, dw)
 
         return y, grad
 
-    return _conv(*_as_tensors(inputs, kernel, bias))
+    return _conv(*_as_tensors(x, w, b))
+
+
+def conv2d(inputs, kernel, bias, strides, padding, dilations=(1, 1), factor=None, weight_gradient="native"):
+    """NHWC 2-D convolution (+ bias) with its own backward pass.
+
+    Args:
+      inputs, kernel, bias: `[N, H, W, C]`, `[kh, kw, C, O]`, `[O]` or None.
+      strides, dilations: `(h, w)` pairs.
+      padding: "same" or "valid".
+      factor: None, or a `DeferredFactor` (or `[batch]` tensor): the kernel and bias gradients
+        are then formed from the upstream gradient multiplied per sample by it (InvFusedProp);
+        the input gradient stays the ordinary one.
+      weight_gradient: the kernel gradient's formulation (`conv_weight_gradients`): one of
+        its `WEIGHT_GRADIENTS`, or "auto" to time them when the backward pass is built.
+        Dilated convolutions always use TensorFlow's own.
+
+    Returns:
+      `conv2d(inputs, kernel) + bias`.
+    """
+    padding = padding.upper()
+    if tuple(dilations) != (1, 1):
+        return _dilated_conv2d(inputs, kernel, bias, factor, tuple(strides), padding, tuple(dilations))
+    return _own_gradient_conv2d(inputs, kernel, bias, factor, tuple(strides), padding, weight_gradient)
+
+
+def conv2d_transpose(inputs, kernel, bias, strides, padding, weight_gradient="native"):
+    """NHWC transposed convolution (+ bias), the gradient of `conv2d`, with its own backward pass.
+
+    Args:
+      inputs: `[N, H, W, C]` with static H, W.
+      kernel: `[kh, kw, O, C]` (Keras's and TensorFlow's layout for transposed convolutions).
+      bias: `[O]` or None.
+      strides: `(h, w)`.
+      padding: "same" (output `H * s`) or "valid" (output `H * s + max(kh - s, 0)`), as Keras.
+      weight_gradient: as in `conv2d`; the kernel gradient here is a convolution's weight
+        gradient with the output gradient as its input.
+
+    Returns:
+      `[N, Ho, Wo, O]`.
+    """
+    padding, strides = padding.upper(), tuple(strides)
+    strides4 = [1, strides[0], strides[1], 1]
+    kh, kw, filters, _ = kernel.shape
+
+    def output_length(size, k, s):
+        return size * s + (max(k - s, 0) if padding == "VALID" else 0)
+
+    out_hw = [output_length(inputs.shape[1], kh, strides[0]), output_length(inputs.shape[2], kw, strides[1])]
+
+    @tf.custom_gradient
+    def _conv_transpose(x, w, *b):
+        y = tf.nn.conv2d_transpose(x, w, tf.stack([tf.shape(x)[0], *out_hw, filters]), strides4, padding)
+        if b:
+            y = tf.nn.bias_add(y, b[0])
+
+        def grad(upstream):
+            dx = tf.nn.conv2d(upstream, w, strides4, padding)
+            formulation = weight_gradient
+            if formulation == "auto":
+                formulation = conv_weight_gradients.choose(upstream.shape, w.shape, strides, padding, w.dtype)
+            dw = conv_weight_gradients.weight_gradient(upstream, x, w.shape, strides, padding, formulation)
+            return (dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=upstream)) if b else (dx, dw)
+
+        return y, grad
+
+    return _conv_transpose(*_as_tensors(inputs, kernel, bias))
 
 
 def scaled_embedding(ids, table, factor):

@@ -42,10 +42,10 @@ def digits_generator(latent_dim=32, image_size=16, channels=1, width=32, dtype=N
     x = keras.layers.Reshape((bottom, bottom, 2 * width), dtype=dtype)(x)
     x = batch_norm(x, labels, num_classes, dtype)
     x = keras.layers.ReLU(dtype=dtype)(x)
-    x = keras.layers.Conv2DTranspose(width, 4, strides=2, padding="same", dtype=dtype)(x)
+    x = fp_layers.Conv2DTranspose(width, 4, strides=2, padding="same", dtype=dtype)(x)
     x = batch_norm(x, labels, num_classes, dtype)
     x = keras.layers.ReLU(dtype=dtype)(x)
-    x = keras.layers.Conv2DTranspose(channels, 4, strides=2, padding="same", activation="tanh", dtype=dtype)(x)
+    x = fp_layers.Conv2DTranspose(channels, 4, strides=2, padding="same", activation="tanh", dtype=dtype)(x)
     return keras.Model(z if labels is None else [z, labels], x, name="generator")
 
 

@@ -21,7 +21,9 @@ def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None, n
 
     `z -> Dense(bottom*bottom*width) -> BN -> ReLU`, then three 4x4 stride-2 transposed
     convolutions with `width/2, width/4, width/8` filters, each followed by BN and ReLU, then a
-    3x3 convolution to `channels` and tanh. Plain Keras layers (G may use BatchNormalization).
+    3x3 convolution to `channels` and tanh. Keras layers (G may use BatchNormalization), but for
+    the transposed convolutions: `tf_fusedprop.layers.Conv2DTranspose` picks their fastest kernel
+    gradient.
 
     Args:
       latent_dim: size of the latent vector z.
@@ -45,7 +47,7 @@ def cnn_generator(latent_dim=128, width=512, channels=3, bottom=4, dtype=None, n
     x = batch_norm(x, labels, num_classes, dtype)
     x = keras.layers.ReLU(dtype=dtype)(x)
     for divisor in (2, 4, 8):
-        x = keras.layers.Conv2DTranspose(width // divisor, 4, strides=2, padding="same", dtype=dtype)(x)
+        x = fp_layers.Conv2DTranspose(width // divisor, 4, strides=2, padding="same", dtype=dtype)(x)
         x = batch_norm(x, labels, num_classes, dtype)
         x = keras.layers.ReLU(dtype=dtype)(x)
     x = keras.layers.Conv2D(channels, 3, padding="same", activation="tanh", dtype=dtype)(x)

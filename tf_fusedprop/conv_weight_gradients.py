@@ -228,6 +228,9 @@ def _fastest(x_shape, kernel_shape, strides, padding, dtype, rounds):
             best = min(t[0] for t in times.values())
             for name in [n for n in functions if n != "native" and times[n][0] > 2 * best]:
                 del functions[name], times[name]
-    medians = {name: statistics.median(t) for name, t in times.items()}
+    return _pick({name: statistics.median(t) for name, t in times.items()})
+
+
+def _pick(medians):
     fastest = min(medians, key=medians.get)
     return fastest if medians[fastest] < MARGIN * medians["native"] else "native"

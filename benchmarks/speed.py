@@ -22,6 +22,7 @@ A variant is a `+`-joined set of levers:
 | `xla` | `jit_compile=True` for the step |
 | `calls=K` | K training steps per `tf.function` call (as `steps_per_execution=K` in `fit`) |
 | `dw=P` | the convolutions' weight-gradient policy `P` (`tf_fusedprop.conv_weight_gradients`: `auto`, the default, or `native`, `forward_conv`, `taps`) |
+| `fused_adam` | both players' Adam as `tf_fusedprop.optimizers.Adam` (one fused op per variable; what `train.py` uses) instead of `keras.optimizers.Adam` |
 | `keras_leaky_relu` | D built with `keras.layers.LeakyReLU` instead of `tf_fusedprop.layers.LeakyReLU` (whose gradient keeps Grappler's Conv/MatMul+BiasAdd+LeakyRelu fusion) |
 | `r1`, `r1_lazy`, `gp`, `augment`, `ema` | what a feature costs: R1 (gamma 1) every step or every 16th (`R1(1.0, every=16)`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999) |
 
@@ -112,11 +113,19 @@ def feature_arguments(levers):
 
 def parse_variant(variant):
     """`{"precision", "xla", "calls", "keras_leaky_relu", "features"}` of a `+`-joined variant string."""
-    levers = {"precision": "float32", "xla": False, "calls": 1, "keras_leaky_relu": False, "features": [], "dw": "auto"}
+    levers = {
+        "precision": "float32",
+        "xla": False,
+        "calls": 1,
+        "keras_leaky_relu": False,
+        "features": [],
+        "dw": "auto",
+        "fused_adam": False,
+    }
     for lever in filter(None, variant.split("+")):
         if lever in PRECISIONS:
             levers["precision"] = lever
-        elif lever in ("xla", "keras_leaky_relu"):
+        elif lever in ("xla", "keras_leaky_relu", "fused_adam"):
             levers[lever] = True
         elif lever in FEATURES:
             levers["features"].append(lever)
@@ -147,7 +156,8 @@ def build_step(form, variant, real):
         gan = fp.FusedPropGAN(generator, discriminator, loss="nonsaturating", form=form, seed=0, **features)
 
     def adam():
-        optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5, beta_2=0.999)
+        adam_class = fp.optimizers.Adam if levers["fused_adam"] else keras.optimizers.Adam
+        optimizer = adam_class(2e-4, beta_1=0.5, beta_2=0.999)
         return keras.optimizers.LossScaleOptimizer(optimizer) if policy.loss_scaling else optimizer
 
     gan.compile(d_optimizer=adam(), g_optimizer=adam())

@@ -1,6 +1,7 @@
 """The weight-gradient formulations of a convolution, the per-layer choice, and the layers and
 ops that use them: every formulation equals TensorFlow's own gradient."""
 
+import json
 from unittest import mock
 
 import keras
@@ -166,6 +167,30 @@ class ChoiceTest(tu.TestCase):
         fastest.assert_called_once()
         key = ((cwg.DEFAULT_BATCH, 6, 6, 4), kernel, (1, 1), "SAME", "bfloat16")
         self.assertEqual(cwg.chosen()[key], second)
+
+    def test_a_table_file_keeps_the_choices_for_the_next_process(self):
+        path = self.get_temp_dir() + "/weight_gradients.json"
+        key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
+        with cwg.table_file(path):
+            first = cwg.choose(*key)
+        with open(path) as f:
+            self.assertEqual(json.load(f)["2x5x5x3 3x3x3x2 1x1 SAME bfloat16"], first)
+        other = next(f for f in cwg.WEIGHT_GRADIENTS if f != first)
+        with open(path, "w") as f:
+            json.dump({"2x5x5x3 3x3x3x2 1x1 SAME bfloat16": other}, f)
+        with mock.patch.object(cwg, "_fastest", side_effect=AssertionError("timed again")):
+            with cwg.table_file(path):
+                self.assertEqual(cwg.choose(*key), other)
+            with open(path, "w") as f:
+                json.dump({"2x5x5x3 3x3x3x2 1x1 SAME bfloat16": "im2col"}, f)
+            with self.assertRaisesRegex(ValueError, r"weight_gradients.json names formulations other than native"):
+                with cwg.table_file(path):
+                    pass
+            with open(path, "w") as f:
+                f.write("[1, 2]")
+            with self.assertRaisesRegex(ValueError, r"weight_gradients.json is not a table of weight-gradient choices"):
+                with cwg.table_file(path):
+                    pass
 
     def test_keeps_the_native_kernel_unless_another_is_clearly_faster(self):
         self.assertEqual(cwg._pick({"native": 1.0, "forward_conv": 0.95, "taps": 1.5}), "native")

@@ -16,7 +16,7 @@ with _startup.native_stderr_silenced(_startup.hide_native_logs()):
     _tf.config.list_physical_devices()  # the CUDA probe prints here, hidden
 del _tf
 
-from tf_fusedprop import conv_weight_gradients, forms, layers, losses, ops, steps  # noqa: E402
+from tf_fusedprop import conv_weight_gradients, forms, layers, losses, ops, optimizers, steps  # noqa: E402
 from tf_fusedprop.accumulation import GradientAccumulator  # noqa: E402
 from tf_fusedprop.augment import DiffAugment  # noqa: E402
 from tf_fusedprop.batch import Batch  # noqa: E402
@@ -47,6 +47,7 @@ __all__ = [
     "layers",
     "losses",
     "ops",
+    "optimizers",
     "scale_gradient",
     "steps",
 ]

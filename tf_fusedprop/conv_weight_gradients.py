@@ -18,9 +18,13 @@ dtype and the layer's shape, so under the `"auto"` policy `choose` times them on
 once per process and shape, for the narrow dtypes (bfloat16, float16) on CPUs; float32/float64
 and GPUs keep the native kernel, which measured best or equal on every layer in float32. A
 layer's `weight_gradient` argument, `set_policy` and the `TF_FUSEDPROP_WEIGHT_GRADIENT`
-environment variable override the choice.
+environment variable override the choice. The formulations round differently and the timing
+can pick differently from one process to the next, so a run that must resume exactly keeps its
+choices in a file (`table_file`; `train.py` keeps them in the run's directory).
 """
 
+import contextlib
+import json
 import os
 import statistics
 import threading
@@ -39,6 +43,7 @@ __all__ = [
     "policy",
     "resolve",
     "set_policy",
+    "table_file",
     "weight_gradient",
 ]
 
@@ -179,6 +184,59 @@ def resolve(setting, dtype):
 
 _chosen = {}
 _lock = threading.Lock()
+_table = {"path": None, "saved": set(), "used": set()}
+
+
+def _key_text(key):
+    x_shape, kernel_shape, strides, padding, dtype = key
+    return " ".join(["x".join(map(str, dims)) for dims in (x_shape, kernel_shape, strides)] + [padding, dtype])
+
+
+def _key_of(text):
+    x_shape, kernel_shape, strides, padding, dtype = text.split(" ")
+    dims = [tuple(int(d) for d in part.split("x")) for part in (x_shape, kernel_shape, strides)]
+    return (*dims, padding, dtype)
+
+
+@contextlib.contextmanager
+def table_file(path):
+    """Within it, the choices saved in the JSON file `path` (where it exists) are taken, and each
+    choice used is saved there, so that a process which resumes a run computes its weight
+    gradients as the first one did.
+
+    Raises:
+      ValueError: the file is not such a table (one line, naming it).
+    """
+    _load_table(path)
+    try:
+        yield
+    finally:
+        with _lock:
+            _table.update(path=None, saved=set(), used=set())
+
+
+def _load_table(path):
+    with _lock:
+        _table.update(path=path, saved=set(), used=set())
+        if not os.path.exists(path):
+            return
+        try:
+            with open(path) as f:
+                saved = {_key_of(text): formulation for text, formulation in json.load(f).items()}
+        except (ValueError, TypeError, AttributeError) as err:
+            raise ValueError(f"{path} is not a table of weight-gradient choices: {err}") from None
+        if not set(saved.values()) <= set(WEIGHT_GRADIENTS):
+            raise ValueError(f"{path} names formulations other than {', '.join(WEIGHT_GRADIENTS)}.")
+        _chosen.update(saved)
+        _table.update(saved=set(saved), used=set(saved))
+
+
+def _save_table():
+    path = _table["path"]
+    with open(path + ".tmp", "w") as f:
+        json.dump({_key_text(key): _chosen[key] for key in sorted(_table["used"])}, f, indent=1)
+    os.replace(path + ".tmp", path)
+    _table["saved"] = set(_table["used"])
 
 
 def chosen():
@@ -206,6 +264,9 @@ def choose(x_shape, kernel_shape, strides, padding, dtype, rounds=5):
         if key not in _chosen:
             with tf.init_scope():
                 _chosen[key] = _fastest(*key, rounds=rounds)
+        if _table["path"] is not None and key not in _table["saved"]:
+            _table["used"].add(key)
+            _save_table()
         return _chosen[key]
 
 

@@ -14,7 +14,7 @@ import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
-from tf_fusedprop import FusedPropGAN
+from tf_fusedprop import FusedPropGAN, conv_weight_gradients
 from tf_fusedprop.experiment import callbacks, features, train_lib
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, validate
@@ -138,6 +138,22 @@ class TrainTest(tu.TestCase):
         config.mixed_precision = "mixed_bfloat16"
         summary, _ = quiet_train(config, self.get_temp_dir())
         self.assertEqual(summary["steps"], 2)
+
+    def test_a_bfloat16_run_keeps_its_weight_gradient_choices_in_its_workdir(self):
+        config = tu.tiny_config("digits", cache_dir=self.cache_dir)
+        config.mixed_precision = "mixed_bfloat16"
+        directory = self.get_temp_dir()
+        quiet_train(config, directory)
+        table = read_json(os.path.join(directory, "weight_gradients.json"))
+        # D's two convolutions and G's two transposed ones (their input gradients as the
+        # convolution's input), per batch size that fit traced.
+        self.assertEqual(
+            {key.split("x", 1)[1] for key in table},
+            {"16x16x1 4x4x1x4 2x2 SAME bfloat16", "8x8x4 4x4x4x8 2x2 SAME bfloat16"},
+        )
+        self.assertIn("16x16x16x1 4x4x1x4 2x2 SAME bfloat16", table)  # D on 8 real + 8 fake images
+        chosen = {conv_weight_gradients._key_text(k): v for k, v in conv_weight_gradients.chosen().items()}
+        self.assertEqual(table, {key: chosen[key] for key in table})
 
     def test_a_workdir_of_another_config_is_refused_and_a_finished_run_is_not_retrained(self):
         directory = self.get_temp_dir()

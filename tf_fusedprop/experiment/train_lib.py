@@ -16,6 +16,7 @@ if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 | `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
 | `generator/` | G as a SavedModel: `generator = tf.saved_model.load(path)`, then `generator.serve(z)` |
 | `summary.json` | steps, steps/s, final metrics, metrics per evaluation (`history`), config, paths |
+| `weight_gradients.json` | the convolutions' weight-gradient formulations timed on this machine (`conv_weight_gradients`), kept for a resume |
 
 The summary (`train`'s result): `steps` (G updates in total), `d_steps`, `epochs`,
 `learning_rate_changes` (`workdir.learning_rate_changes`), `steps_per_second` and
@@ -60,7 +61,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_fusedprop import conv_weight_gradients
 from tf_fusedprop import networks as fp_networks
+from tf_fusedprop import optimizers as fp_optimizers
 from tf_fusedprop import precision as fp_precision
 from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files
 from tf_fusedprop.experiment import workdir as fp_workdir
@@ -108,7 +111,10 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
     data = datasets.prepare(config, evaluate=distribution.is_chief(strategy))
     checkpoint = callbacks.BackupAndRestore(run.backup_dir)
     pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
-    with distribution.output_dir(run.path, strategy) as out:
+    with (
+        distribution.output_dir(run.path, strategy) as out,
+        conv_weight_gradients.table_file(os.path.join(out, "weight_gradients.json")),
+    ):
         rates_changed = run.start(out, checkpoint.metadata())
         evaluator, note = data.make_evaluator(run.cache_dir)
         gan, precision, initial_epoch = _build(config, data, strategy, checkpoint)
@@ -220,7 +226,7 @@ def build_gan(config, precision=None, network_inputs=None):
         raise ConfigError(f"cannot build network {config.network!r}: {' '.join(str(err).split())}") from None
 
     def adam(learning_rate):
-        optimizer = keras.optimizers.Adam(learning_rate, beta_1=config.beta1, beta_2=config.beta2)
+        optimizer = fp_optimizers.Adam(learning_rate, beta_1=config.beta1, beta_2=config.beta2)
         return keras.optimizers.LossScaleOptimizer(optimizer) if precision.loss_scaling else optimizer
 
     gan.compile(

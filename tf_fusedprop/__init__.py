@@ -51,4 +51,4 @@ __all__ = [
     "scale_gradient",
     "steps",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -128,6 +128,22 @@ def run_script(script, timeout=300, env=None):
     )
 
 
+def run_benchmark(script, *args, timeout=300):
+    """Runs `benchmarks/<script>` with `args` in a fresh process from the project root, as a user
+    would; returns the `subprocess.CompletedProcess` (text output)."""
+    import subprocess  # Lazy: most tests run in this process.
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run(
+        [sys.executable, os.path.join("benchmarks", script), *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=timeout,
+    )
+
+
 def marked_lines(stdout):
     """`{MARK: rest}` of the lines of a script's output that start with an upper-case word."""
     return dict(line.split(" ", 1) for line in stdout.splitlines() if line.split(" ")[0].isupper() and " " in line)

@@ -132,11 +132,14 @@ def weight_gradient(x, dy, kernel_shape, strides, padding, formulation="native")
       kernel_shape: `(kh, kw, C, O)`.
       strides: `(h, w)`.
       padding: "SAME" or "VALID".
-      formulation: one of `WEIGHT_GRADIENTS`.
+      formulation: one of `WEIGHT_GRADIENTS`, or "auto" for `choose`'s (timed on this machine
+        for x's static shape and dtype, once per process).
 
     Returns:
       `[kh, kw, C, O]` in `dy`'s dtype.
     """
+    if formulation == "auto":
+        formulation = choose(x.shape, kernel_shape, strides, padding, x.dtype)
     if formulation not in _FORMULATIONS:
         raise ValueError(f"Unknown weight-gradient formulation {formulation!r}. Valid: {', '.join(WEIGHT_GRADIENTS)}.")
     shape = tuple(int(d) for d in kernel_shape)

@@ -203,10 +203,7 @@ def _own_gradient_conv2d(x, w, b, factor, strides, padding, weight_gradient):
             dx = tf.raw_ops.Conv2DBackpropInput(
                 input_sizes=tf.shape(x), filter=w, out_backprop=upstream, strides=strides4, padding=padding
             )
-            formulation = weight_gradient
-            if formulation == "auto":
-                formulation = conv_weight_gradients.choose(x.shape, w.shape, strides, padding, w.dtype)
-            dw = conv_weight_gradients.weight_gradient(x, scaled, w.shape, strides, padding, formulation)
+            dw = conv_weight_gradients.weight_gradient(x, scaled, w.shape, strides, padding, weight_gradient)
             return (dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=scaled)) if b else (dx, dw)
 
         return y, grad
@@ -295,10 +292,7 @@ def conv2d_transpose(inputs, kernel, bias, strides, padding, weight_gradient="na
 
         def grad(upstream):
             dx = tf.nn.conv2d(upstream, w, strides4, padding)
-            formulation = weight_gradient
-            if formulation == "auto":
-                formulation = conv_weight_gradients.choose(upstream.shape, w.shape, strides, padding, w.dtype)
-            dw = conv_weight_gradients.weight_gradient(upstream, x, w.shape, strides, padding, formulation)
+            dw = conv_weight_gradients.weight_gradient(upstream, x, w.shape, strides, padding, weight_gradient)
             return (dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=upstream)) if b else (dx, dw)
 
         return y, grad

@@ -2,7 +2,6 @@
 
 import os
 import re
-import subprocess
 import sys
 
 from tests import testing_utils as tu
@@ -21,13 +20,7 @@ class ConvPassesTest(tu.TestCase):
         self.assertEqual(shapes[-1], ((4, 4, 256), 512, (3, 3), (1, 1), "SAME"))
 
     def test_prints_every_pass_of_every_convolution_and_the_totals(self):
-        result = subprocess.run(
-            [sys.executable, "benchmarks/conv_passes.py", "--network=digits", "--batch_size=4", "--reps=1"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
+        result = tu.run_benchmark("conv_passes.py", "--network=digits", "--batch_size=4", "--reps=1")
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         lines = result.stdout.splitlines()
         self.assertRegex(lines[0], r"flags: .*; \d+ cpus; tf ")

@@ -2,7 +2,6 @@
 
 import os
 import re
-import subprocess
 import sys
 
 from tests import testing_utils as tu
@@ -23,13 +22,7 @@ class WeightGradientsTest(tu.TestCase):
         self.assertTrue(shapes[7][0].startswith("G 4x4x512 -> 256, k4 s2"))
 
     def test_prints_every_formulation_of_every_weight_gradient_and_the_choice(self):
-        result = subprocess.run(
-            [sys.executable, "benchmarks/weight_gradients.py", "--network=digits", "--batch_size=4", "--reps=1"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
+        result = tu.run_benchmark("weight_gradients.py", "--network=digits", "--batch_size=4", "--reps=1")
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         lines = result.stdout.splitlines()
         self.assertRegex(lines[0], r"flags: .*; \d+ cpus; tf ")

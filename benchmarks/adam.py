@@ -19,10 +19,15 @@ from absl import app, flags
 
 from tf_fusedprop import networks, optimizers
 
-flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
-flags.DEFINE_integer("rounds", 5, "Interleaved rounds.")
-flags.DEFINE_integer("calls", 20, "Timed updates per optimizer per round.")
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """The command line's flags (defined when run, not when imported: other benchmarks define
+    the same names)."""
+    flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
+    flags.DEFINE_integer("rounds", 5, "Interleaved rounds.")
+    flags.DEFINE_integer("calls", 20, "Timed updates per optimizer per round.")
 
 
 def update_functions(network):
@@ -72,4 +77,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

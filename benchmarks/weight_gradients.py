@@ -22,10 +22,16 @@ from tf_fusedprop import conv_weight_gradients as cwg
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop import networks
 
-flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
-flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).")
-flags.DEFINE_integer("reps", 9, "Timed rounds; the median is reported.")
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """The command line's flags (defined when run, not when imported: other benchmarks define
+    the same names)."""
+    flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
+    flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).")
+    flags.DEFINE_integer("reps", 9, "Timed rounds; the median is reported.")
+
 
 DTYPES = (tf.float32, tf.bfloat16)
 
@@ -98,4 +104,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

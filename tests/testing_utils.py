@@ -1,5 +1,8 @@
 """The suite's base class, tiny networks and helpers shared by the tests (8x8 images)."""
 
+import functools
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -108,8 +111,12 @@ def split_cpu_in_two():
     distribution.split_cpu(2)
 
 
+@functools.cache
 def two_cpu_strategy():
-    """A `MirroredStrategy` over the two logical CPUs of `split_cpu_in_two`."""
+    """The `MirroredStrategy` over the two logical CPUs of `split_cpu_in_two`, one per process:
+    a second strategy would number its collectives from the same keys, and the runtime keeps
+    each key's shape, so a collective of another shape under the same key fails ("Shape mismatch
+    in the collective instance 100")."""
     if len(tf.config.list_logical_devices("CPU")) < 2:
         raise RuntimeError("the CPU is not split in two: run the tests with pytest (tests/conftest.py splits it)")
     return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -164,7 +171,6 @@ def max_relative_difference(actual, expected):
 # --------------------------------------------------------------------------------------------
 
 import glob  # noqa: E402
-import os  # noqa: E402  (also used by run_script above)
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 

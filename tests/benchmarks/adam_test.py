@@ -22,6 +22,8 @@ class AdamBenchmarkTest(tu.TestCase):
             for v, s in zip(variables, start):
                 v.assign(s)
         self.assertLen(deltas[0], len(variables))
-        # Adam's first step moves every parameter by lr * sign(gradient): 2e-4
-        self.assertAllClose(deltas[0], deltas[1], atol=1e-9)
+        # Adam's first step moves every parameter by lr * sign(gradient): 2e-4 (less where the
+        # gradient is not much larger than epsilon); the two round alpha differently (~1e-5),
+        # and a difference of weights of ~0.1 is a multiple of their ulp, 1.5e-8
+        self.assertAllClose(deltas[0], deltas[1], rtol=1e-4, atol=5e-8)
         self.assertAllClose([abs(d).max() for d in deltas[0]], [2e-4] * len(variables), rtol=1e-3)

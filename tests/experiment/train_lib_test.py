@@ -150,6 +150,13 @@ class TrainTest(tu.TestCase):
         chosen = {conv_weight_gradients._key_text(k): v for k, v in conv_weight_gradients.chosen().items()}
         self.assertEqual(table, {key: chosen[key] for key in table})
 
+    def test_a_damaged_weight_gradient_table_is_one_line(self):
+        directory = self.get_temp_dir()
+        with open(os.path.join(directory, "weight_gradients.json"), "w") as f:
+            f.write("{not json")
+        with self.assertRaisesRegex(ConfigError, r"weight_gradients.json is not a table .* Delete it to time"):
+            quiet_train(tu.tiny_config("ring8"), directory)
+
     def test_a_workdir_of_another_config_is_refused_and_a_finished_run_is_not_retrained(self):
         directory = self.get_temp_dir()
         config = tu.tiny_config("ring8")

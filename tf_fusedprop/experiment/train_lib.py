@@ -54,6 +54,7 @@ batch (`divergence.DivergenceMonitor`) with `divergence.TrainingDivergedError`; 
 epoch writes nothing, so `backup/` keeps the last good checkpoint to resume from.
 """
 
+import contextlib
 import os
 import time
 
@@ -111,10 +112,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
     data = datasets.prepare(config, evaluate=distribution.is_chief(strategy))
     checkpoint = callbacks.BackupAndRestore(run.backup_dir)
     pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
-    with (
-        distribution.output_dir(run.path, strategy) as out,
-        conv_weight_gradients.table_file(os.path.join(out, "weight_gradients.json")),
-    ):
+    with distribution.output_dir(run.path, strategy) as out, _kept_weight_gradients(out):
         rates_changed = run.start(out, checkpoint.metadata())
         evaluator, note = data.make_evaluator(run.cache_dir)
         gan, precision, initial_epoch = _build(config, data, strategy, checkpoint)
@@ -130,6 +128,21 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
             )
         except KeyboardInterrupt:
             raise _interrupted(gan, saving, out, trained=True) from None
+
+
+@contextlib.contextmanager
+def _kept_weight_gradients(out):
+    """Within it, the run's weight-gradient choices are kept in `out` (`conv_weight_gradients.table_file`).
+
+    Raises:
+      ConfigError: the run's table is damaged.
+    """
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(conv_weight_gradients.table_file(os.path.join(out, "weight_gradients.json")))
+        except ValueError as err:
+            raise ConfigError(f"{err} Delete it to time the formulations again.") from None
+        yield
 
 
 def _build(config, data, strategy, checkpoint):

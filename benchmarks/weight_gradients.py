@@ -67,11 +67,17 @@ def measure(x_shape, kernel_shape, strides, padding, reps):
             fn = tf.function(lambda a, b, name=name: cwg.weight_gradient(a, b, kernel_shape, strides, padding, name))
             fn(x, dy), fn(x, dy)
             calls[name, dtype.name] = (fn, x, dy)
+    return median_milliseconds(calls, reps)
+
+
+def median_milliseconds(calls, reps):
+    """`{key: median ms}` of `calls` (`{key: (function, *arguments)}`), each called once per
+    round in `reps` interleaved rounds, so that the machine's swings hit them alike."""
     times = {key: [] for key in calls}
     for _ in range(reps):
-        for key, (fn, x, dy) in calls.items():
+        for key, (fn, *arguments) in calls.items():
             start = time.perf_counter()
-            fn(x, dy).numpy()
+            fn(*arguments).numpy()
             times[key].append(time.perf_counter() - start)
     return {key: 1e3 * statistics.median(t) for key, t in times.items()}
 

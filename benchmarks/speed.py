@@ -24,6 +24,7 @@ A variant is a `+`-joined set of levers:
 | `dw=P` | the convolutions' weight-gradient policy `P` (`tf_fusedprop.conv_weight_gradients`: `auto`, the default, or `native`, `forward_conv`, `taps`) |
 | `fused_adam` | both players' Adam as `tf_fusedprop.optimizers.Adam` (one fused op per variable; what `train.py` uses) instead of `keras.optimizers.Adam` |
 | `keras_leaky_relu` | D built with `keras.layers.LeakyReLU` instead of `tf_fusedprop.layers.LeakyReLU` (whose gradient keeps Grappler's Conv/MatMul+BiasAdd+LeakyRelu fusion) |
+| `keras_conv_transpose` | G built with `keras.layers.Conv2DTranspose` instead of `tf_fusedprop.layers.Conv2DTranspose` (TF's own weight-gradient kernel; what a G written with Keras's layers runs) |
 | `r1`, `r1_lazy`, `gp`, `augment`, `ema` | what a feature costs: R1 (gamma 1) every step or every 16th (`R1(1.0, every=16)`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999) |
 
 e.g. `--variants=float32,keras_leaky_relu,mixed_bfloat16,mixed_bfloat16+xla`. The header
@@ -112,12 +113,14 @@ def feature_arguments(levers):
 
 
 def parse_variant(variant):
-    """`{"precision", "xla", "calls", "keras_leaky_relu", "features"}` of a `+`-joined variant string."""
+    """`{"precision", "xla", "calls", "keras_leaky_relu", "keras_conv_transpose", "features", "dw", "fused_adam"}`
+    of a `+`-joined variant string."""
     levers = {
         "precision": "float32",
         "xla": False,
         "calls": 1,
         "keras_leaky_relu": False,
+        "keras_conv_transpose": False,
         "features": [],
         "dw": "auto",
         "fused_adam": False,
@@ -125,7 +128,7 @@ def parse_variant(variant):
     for lever in filter(None, variant.split("+")):
         if lever in PRECISIONS:
             levers["precision"] = lever
-        elif lever in ("xla", "keras_leaky_relu", "fused_adam"):
+        elif lever in ("xla", "keras_leaky_relu", "keras_conv_transpose", "fused_adam"):
             levers[lever] = True
         elif lever in FEATURES:
             levers["features"].append(lever)
@@ -140,15 +143,24 @@ def parse_variant(variant):
     return levers
 
 
+def build_networks(levers, policy):
+    """`(generator, discriminator)` of `--network` under `levers` (`parse_variant`'s) and a
+    `tf_fusedprop.precision` policy, seeded; the `keras_*` levers build them with Keras's layers
+    where the package's would be."""
+    make_g, make_d = networks.get(FLAGS.network)
+    keras.utils.set_random_seed(0)
+    keras_layers = {"LeakyReLU": levers["keras_leaky_relu"], "Conv2DTranspose": levers["keras_conv_transpose"]}
+    with contextlib.ExitStack() as stack:
+        for name in (name for name, use in keras_layers.items() if use):
+            stack.enter_context(mock.patch.object(fp_layers, name, getattr(keras.layers, name)))
+        return make_g(dtype=policy.layer_dtype), make_d(dtype=policy.layer_dtype)
+
+
 def build_step(form, variant, real):
     """A function `run(n)` that trains `n` steps of `form` under `variant` and waits for them."""
     levers = parse_variant(variant)
     policy = precision.choose(levers["precision"])
-    make_g, make_d = networks.get(FLAGS.network)
-    keras.utils.set_random_seed(0)
-    activation = mock.patch.object(fp_layers, "LeakyReLU", keras.layers.LeakyReLU)
-    with activation if levers["keras_leaky_relu"] else contextlib.nullcontext():
-        generator, discriminator = make_g(dtype=policy.layer_dtype), make_d(dtype=policy.layer_dtype)
+    generator, discriminator = build_networks(levers, policy)
     if form == "alternating_paper":
         gan = PaperStyleAlternatingGAN(generator, discriminator, loss="nonsaturating", seed=0)
     else:

@@ -1,0 +1,79 @@
+"""benchmarks/speed.py: the levers build what they name, and a tiny run prints its table.
+
+speed.py defines its absl flags when imported, as do other benchmarks, so it runs in fresh
+processes here.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests import testing_utils as tu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Builds the digits pair under each variant and prints the class names of its layers, as JSON.
+_LAYER_CLASSES = """
+import json, sys
+import keras
+sys.path.insert(0, "benchmarks")
+import speed
+
+def name(layer):
+    cls = type(layer)
+    package = "keras" if getattr(keras.layers, cls.__name__, None) is cls else cls.__module__.split(".")[0]
+    return package + "." + cls.__name__
+
+speed.FLAGS(["speed", "--network=digits"])
+out = {}
+for variant in sys.argv[1:]:
+    levers = speed.parse_variant(variant)
+    g, d = speed.build_networks(levers, speed.precision.choose(levers["precision"]))
+    out[variant] = {key: sorted({name(layer) for layer in model.layers}) for key, model in (("g", g), ("d", d))}
+print(json.dumps(out))
+"""
+
+
+class SpeedTest(tu.TestCase):
+    def test_keras_levers_build_the_networks_with_keras_layers(self):
+        variants = ["float32", "float32+keras_conv_transpose", "float32+keras_leaky_relu+keras_conv_transpose"]
+        result = subprocess.run(
+            [sys.executable, "-c", _LAYER_CLASSES, *variants], capture_output=True, text=True, cwd=ROOT, timeout=300
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        classes = json.loads(result.stdout.strip().splitlines()[-1])
+        ours, keras_layer = "tf_fusedprop.Conv2DTranspose", "keras.Conv2DTranspose"
+        self.assertIn(ours, classes["float32"]["g"])
+        self.assertNotIn(keras_layer, classes["float32"]["g"])
+        self.assertIn(keras_layer, classes["float32+keras_conv_transpose"]["g"])
+        self.assertNotIn(ours, classes["float32+keras_conv_transpose"]["g"])
+        self.assertIn("tf_fusedprop.LeakyReLU", classes["float32+keras_conv_transpose"]["d"])
+        both = classes["float32+keras_leaky_relu+keras_conv_transpose"]
+        self.assertNotIn("tf_fusedprop.LeakyReLU", both["d"])
+        self.assertIn(keras_layer, both["g"])
+
+    def test_prints_a_row_per_variant_and_form(self):
+        result = tu.run_benchmark(
+            "speed.py",
+            "--network=digits",
+            "--batch_size=4",
+            "--rounds=1",
+            "--steps_per_round=1",
+            "--warmup_steps=0",
+            "--forms=alternating,fused",
+            "--variants=float32,float32+keras_conv_transpose",
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        self.assertRegex(report["header"], r"flags: .*; \d+ cpus; tf ")
+        self.assertCountEqual(
+            report["seconds_per_step"],
+            [f"{v}/{f}" for v in ("float32", "float32+keras_conv_transpose") for f in ("alternating", "fused")],
+        )
+        self.assertTrue(all(seconds > 0 for seconds in report["seconds_per_step"].values()))
+
+    def test_an_unknown_lever_is_a_usage_error(self):
+        result = tu.run_benchmark("speed.py", "--network=digits", "--variants=float32+keras_everything")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("unknown lever 'keras_everything'", result.stderr)

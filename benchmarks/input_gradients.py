@@ -18,20 +18,12 @@ rounds, median over `--reps`. The header gives the CPU and its flags.
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import tensorflow as tf
 from absl import app, flags
-from weight_gradients import DTYPES, median_milliseconds, weight_gradient_shapes
+from weight_gradients import DTYPES, define_flags, median_milliseconds, weight_gradient_shapes
 
 from tf_fusedprop import conv_weight_gradients as cwg
 
 FLAGS = flags.FLAGS
 FORMULATIONS = ("native", "sub_pixel")
-
-
-def define_flags():
-    """The command line's flags (defined when run, not when imported: other benchmarks define
-    the same names)."""
-    flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
-    flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).")
-    flags.DEFINE_integer("reps", 9, "Timed rounds; the median is reported.")
 
 
 def native_input_gradient(dy, kernel, x_shape, stride, padding):
@@ -105,5 +97,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    define_flags()
+    define_flags()  # weight_gradients.py's: the same network, batch and rounds
     app.run(main)

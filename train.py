@@ -21,7 +21,11 @@ A finished (or interrupted) run's samples and metrics, from its last checkpoint 
 generator when it has one), without training:
 
     python train.py --mode=sample --workdir=DIR [--num=1000]   # DIR/samples-1000.npz and .png
-    python train.py --mode=evaluate --workdir=DIR              # prints the metrics; DIR/evaluation.json
+    python train.py --mode=evaluate --workdir=DIR [--num=N]    # prints the metrics; DIR/evaluation.json
+
+`--mode=evaluate` scores the run's `eval_samples` generated samples, or `--num`; a run trained
+without evaluation (`--config.eval_samples=0`) gets its dataset's default number (digits 1,797,
+CIFAR-10 10,000, the 2-D mixtures 2,500). The line printed says how many.
 
 `--strategy=auto|one_device|mirrored|multi_worker|tpu` picks the `tf.distribute` strategy
 (`tf_fusedprop/experiment/distribution.py`); `auto` (the default) is `multi_worker` when
@@ -123,7 +127,14 @@ def _define_flags(argv):
         "train; or, for the run in --workdir, write --num samples (sample) or its metrics (evaluate)",
         flag_values=flag_values,
     )
-    flags.DEFINE_integer("num", 1000, "samples that --mode=sample writes", lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_integer(
+        "num",
+        None,
+        "samples that --mode=sample writes (default 1000) or --mode=evaluate scores (default: the run's "
+        "eval_samples, else its dataset's default)",
+        lower_bound=1,
+        flag_values=flag_values,
+    )
     return flag_values, config
 
 
@@ -151,6 +162,12 @@ def _lookup(config, path):
 
 def _describe_flag_error(err, argv):
     """One line saying what was wrong with the command line and what to do."""
+    missing = _missing_config_file(argv)
+    if missing is not None:
+        return (
+            f"config file {missing} does not exist; use --config=configs/<name>.py with one of: "
+            f"{', '.join(_config_files())} (in {os.path.relpath(CONFIGS)})."
+        )
     config = _base_config(argv)
     overrides = [a for a in argv[1:] if a.startswith("--config.")]
     if config is not None:
@@ -183,6 +200,22 @@ def _describe_flag_error(err, argv):
     if "Traceback (most recent call last)" in message:  # An error raised inside get_config.
         message = f"cannot load the config: {message.strip().splitlines()[-1]}"
     return _one_line(message)
+
+
+def _missing_config_file(argv):
+    """The path of a `--config=PATH[:VARIANT]` argument naming no file, as typed (`_resolve_config_paths`
+    leaves such a path alone), or None."""
+    for arg in argv[1:]:
+        if arg.startswith("--config="):
+            path = arg[len("--config=") :].partition(":")[0]
+            if path and not os.path.exists(path):
+                return path
+    return None
+
+
+def _overridden_keys(argv):
+    """The config keys set on the command line (`--config.<key>=<value>`, dotted)."""
+    return {arg[len("--config.") :].split("=", 1)[0] for arg in argv[1:] if arg.startswith("--config.")}
 
 
 def _config_variant(argv):
@@ -221,10 +254,11 @@ def _use_run(flag_values):
     if not flag_values.workdir:
         raise ConfigError(f"--mode={flag_values.mode} needs the --workdir=DIR of a run of train.py.")
     if flag_values.mode == "sample":
-        npz, png, run = inference.sample(flag_values.workdir, flag_values.num)
-        print(f"Wrote {flag_values.num} samples ({_source(run)}) to {npz} and a grid to {png}.", flush=True)
+        num = flag_values.num or 1000
+        npz, png, run = inference.sample(flag_values.workdir, num)
+        print(f"Wrote {num} samples ({_source(run)}) to {npz} and a grid to {png}.", flush=True)
     else:
-        _, line, run = inference.evaluate(flag_values.workdir)
+        _, line, run = inference.evaluate(flag_values.workdir, flag_values.num)
         print(f"{line} ({_source(run)}); written to {os.path.join(flag_values.workdir, 'evaluation.json')}", flush=True)
     return 0
 
@@ -287,7 +321,13 @@ def run(argv):
         if flag_values.mode != "train":
             return _use_run(flag_values)
         strategy = distribution.make_strategy(flag_values.strategy)
-        train_lib.train(config, workdir=flag_values.workdir, verbose=1 if sys.stdout.isatty() else 2, strategy=strategy)
+        train_lib.train(
+            config,
+            workdir=flag_values.workdir,
+            verbose=1 if sys.stdout.isatty() else 2,
+            strategy=strategy,
+            overridden=_overridden_keys(argv),
+        )
     except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
     except divergence.TrainingDivergedError as err:

@@ -107,7 +107,6 @@ class BadInputTest(tu.TestCase):
         ),
         (["--config.generator.depth=2"], r"unknown config key 'generator.depth' .*; valid keys here: width\."),
         (["--config.steps=abc"], r"bad value for config.steps: .*'abc'.*expected a value of type int"),
-        (["--config=configs/nofile.py"], r"cannot load the config file .*nofile.py.*with one of: cifar10_cnn_hinge.py"),
         (
             ["--config=configs/cifar10_cnn_hinge.py:fused"],
             r"unknown config variant 'fused'; expected one of alternating, inverse",
@@ -120,8 +119,23 @@ class BadInputTest(tu.TestCase):
         ),
         (
             ["--config=configs/nonexistent.py"],
-            r"cannot load the config file .*nonexistent.py.*; use --config=configs/<name>.py with one of: cifar10_cnn",
+            r"^error: config file configs/nonexistent.py does not exist; use --config=configs/<name>.py with one of: "
+            r"cifar10_cnn_hinge.py, .*ring8.py \(in .*configs\).\n$",
         ),
+        (
+            ["--config=configs/nonexistent.py:fused", "--config.steps=10"],
+            r"^error: config file configs/nonexistent.py does not exist; use",
+        ),
+        # Only a pair the user set is refused (a steps_per_execution not typed is fitted: FitTest).
+        (
+            ["--config=configs/ring8.py", "--config.steps_per_epoch=10", "--config.steps_per_execution=50"],
+            r"the epoch length \(10 steps\) must be a multiple of config.steps_per_execution; received "
+            r"steps_per_execution=50",
+        ),
+        # A feature's settings are checked while it is off (R1, GP and Lookahead are off in digits).
+        (["--config.r1.every=0"], r"invalid config.r1: every must be a positive integer. Received: every=0"),
+        (["--config.gp.every=0"], r"invalid config.gp: every must be a positive integer. Received: every=0"),
+        (["--config.lookahead.alpha=5.0"], r"invalid config.lookahead: Lookahead's alpha must be in \(0, 1\]"),
         (["--config.loss=hinge"], r"invalid config.loss, config.form: The hinge loss does not support form='fused'"),
         (["--config.loss=l2"], r"invalid config.loss: Unknown GAN loss. Received: loss='l2'"),
         (["--config.steps=0"], r"config.steps must be a positive integer; received steps=0"),
@@ -218,12 +232,34 @@ class QuietStartTest(tu.TestCase):
 class CommandLineTest(tu.TestCase):
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []
-        fake_train = lambda config, workdir, verbose, strategy: calls.append((config.name, workdir, verbose))
+        fake_train = lambda config, workdir, verbose, strategy, overridden: calls.append(
+            (config.name, workdir, verbose)
+        )
         with mock.patch.object(train_lib, "train", fake_train):
             for tty in (True, False):
                 with contextlib.redirect_stdout(_Terminal(tty)):
                     self.assertEqual(train.run(["train.py", "--workdir=w"]), 0)
         self.assertEqual(calls, [("digits", "w", 1), ("digits", "w", 2)])
+
+    def test_the_keys_set_on_the_command_line_reach_train(self):
+        calls = []
+        fake_train = lambda config, workdir, verbose, strategy, overridden: calls.append(overridden)
+        with mock.patch.object(train_lib, "train", fake_train), contextlib.redirect_stdout(io.StringIO()):
+            train.run(["train.py", "--config.steps=10", "--config.generator.width", "8", "--workdir=w"])
+        self.assertEqual(calls, [{"steps", "generator.width"}])
+
+    def test_a_new_epoch_length_alone_fits_steps_per_execution_with_a_note(self):
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        args = [arg for arg in _TINY_RING8 if not arg.startswith("--config.steps_per_execution")]
+        status, out, err = run_cli(*args, "--config.steps=20", "--config.steps_per_epoch=10", f"--workdir={workdir}")
+        self.assertEqual(status, 0, err)
+        self.assertIn(
+            "config.steps_per_execution: 10, not the config's 50, to divide the epoch length (10 steps); set it on "
+            "the command line to choose another divisor.\n",
+            out,
+        )
+        self.assertEqual(_read_json(os.path.join(workdir, "config.json"))["steps_per_execution"], 10)
+        self.assertEqual(_read_json(os.path.join(workdir, "summary.json"))["steps"], 20)
 
     def test_help(self):
         status, out, _ = run_cli("--help")
@@ -348,11 +384,29 @@ class SampleAndEvaluateTest(tu.TestCase):
         status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}")
         self.assertEqual((status, err), (0, ""))
         self.assertRegex(
-            out, r"^modes covered: [\d.]+/8, high-quality samples: \d+% \(the EMA generator at epoch 2, step 20\)"
+            out,
+            r"^modes covered: [\d.]+/8, high-quality samples: \d+% of 100 \(the EMA generator at epoch 2, step 20\)",
         )
         evaluation = _read_json(os.path.join(workdir, "evaluation.json"))
         self.assertEqual((evaluation["steps"], evaluation["weights"]), (20, "ema"))
         self.assertEqual(set(evaluation["metrics"]), {"modes_covered", "high_quality"})
+
+    def test_a_run_trained_without_evaluation_is_evaluated_with_its_datasets_default_or_num(self):
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        args = [arg for arg in _TINY_RING8 if not arg.startswith("--config.eval_samples")]
+        status, _, err = run_cli(*args, "--config.steps=10", "--config.eval_samples=0", f"--workdir={workdir}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(_read_json(os.path.join(workdir, "summary.json"))["metrics"], {})
+        for num, samples in ((None, 2500), (300, 300)):
+            status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}", *([f"--num={num}"] if num else []))
+            self.assertEqual((status, err), (0, ""))
+            self.assertRegex(
+                out,
+                rf"^modes covered: [\d.]+/8, high-quality samples: \d+% of {samples} \(the EMA generator at epoch 1, "
+                rf"step 10\); written to .*evaluation.json\n$",
+            )
+            evaluation = _read_json(os.path.join(workdir, "evaluation.json"))
+            self.assertEqual((evaluation["samples"], evaluation["steps"]), (samples, 10))
 
     def test_a_workdir_without_a_run_is_one_line_exit_2(self):
         for mode in ("sample", "evaluate"):

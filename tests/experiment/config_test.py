@@ -90,7 +90,7 @@ class ValidateTest(tu.TestCase):
         ),
         ("digits", "ema.decay", 1.0, r"invalid config.ema: The EMA decay must be in \[0, 1\). Received: decay=1.0"),
         ("digits", "ema.start", -1, r"invalid config.ema: .*start must be an integer >= 0"),
-        ("digits", "r1.gamma", -1.0, r"invalid config.r1, config.gp: R1 needs gamma > 0. Received: gamma=-1.0"),
+        ("digits", "r1.gamma", -1.0, r"invalid config.r1: R1 needs gamma > 0. Received: gamma=-1.0"),
         (
             "ring8",
             "lookahead",
@@ -98,12 +98,25 @@ class ValidateTest(tu.TestCase):
             r"invalid config.lookahead: Lookahead's alpha must be in \(0, 1\]. Received: alpha=0.0",
         ),
         ("ring8", "lookahead.every", -1, r"invalid config.lookahead: .*every must be a positive integer"),
-        ("digits", "gp.weight", -10.0, r"invalid config.r1, config.gp: GradientPenalty needs weight > 0"),
+        ("digits", "gp.weight", -10.0, r"invalid config.gp: GradientPenalty needs weight > 0"),
         (
             "digits",
             "r1",
             config_dict.ConfigDict({"gamma": 1.0, "every": 0}),
-            r"invalid config.r1, config.gp: every must be a positive integer. Received: every=0",
+            r"invalid config.r1: every must be a positive integer. Received: every=0",
+        ),
+        # A feature's other settings are checked while it is off, too (ring8: R1, GP and the
+        # EMA are off; Lookahead is off for alternating, digits has it off for every form).
+        ("ring8", "r1.every", 0, r"invalid config.r1: every must be a positive integer. Received: every=0"),
+        ("ring8", "gp.every", 0, r"invalid config.gp: every must be a positive integer. Received: every=0"),
+        ("ring8", "gp.target", "one", r"invalid config.gp: could not convert string to float: 'one'"),
+        ("digits", "lookahead.alpha", 5.0, r"invalid config.lookahead: Lookahead's alpha must be in \(0, 1\]"),
+        ("ring8", "ema", config_dict.ConfigDict({"decay": None, "start": -1}), r"invalid config.ema: .*start must"),
+        (
+            "ring8",
+            "lookahead",
+            config_dict.ConfigDict({"every": -1, "alpha": 0.8, "forms": "alternating"}),
+            r"invalid config.lookahead: .*every must be a positive integer",
         ),
         ("ring8", "steps_per_execution", 3, r"multiple of config.steps_per_execution; received steps_per_execution=3"),
         ("digits", "image_size", 10, r"image_size must be a multiple of 4 .*; received image_size=10"),
@@ -165,6 +178,36 @@ class GanArgumentsTest(tu.TestCase):
         config.lookahead.forms = "fused,alternate"
         with self.assertRaisesRegex(fp_config.ConfigError, r"lookahead.forms names unknown forms \['alternate'\]"):
             fp_config.gan_arguments(config)
+
+
+class FitStepsPerExecutionTest(tu.TestCase):
+    @parameterized.parameters(
+        (10, 10, 50, 10),  # the epoch shorter than one call: one call per epoch
+        (40, 20, 50, 20),
+        (90, 15, 10, 5),  # the largest divisor of 15 not above 10
+        (21, 7, 5, 1),
+        (100, 50, 25, 25),  # already a divisor: unchanged, no note
+    )
+    def test_the_largest_divisor_of_the_epoch_not_above_the_configs(self, steps, per_epoch, per_call, fitted):
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch, config.steps_per_execution = steps, per_epoch, per_call
+        result, note = fp_config.fit_steps_per_execution(config)
+        self.assertEqual(result.steps_per_execution, fitted)
+        self.assertEqual(config.steps_per_execution, per_call)  # the caller's config is left alone
+        if fitted == per_call:
+            self.assertIsNone(note)
+        else:
+            self.assertEqual(
+                note,
+                f"config.steps_per_execution: {fitted}, not the config's {per_call}, to divide the epoch length "
+                f"({per_epoch} steps); set it on the command line to choose another divisor.",
+            )
+            fp_config.validate(result)
+
+    def test_invalid_numbers_are_left_to_validate(self):
+        config = tu.tiny_config("ring8")
+        config.steps_per_epoch = 0
+        self.assertEqual(fp_config.fit_steps_per_execution(config), (config, None))
 
 
 class ScheduleTest(tu.TestCase):

@@ -101,7 +101,7 @@ class MixtureEvaluatorTest(tu.TestCase):
         self.assertEqual(evaluator.primary, "modes_covered")
         self.assertEqual(
             evaluator.describe({"modes_covered": 7, "high_quality": 0.925}),
-            "modes covered: 7/8, high-quality samples: 92%",
+            "modes covered: 7/8, high-quality samples: 92% of 80",
         )
 
 

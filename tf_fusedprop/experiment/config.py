@@ -33,6 +33,7 @@ __all__ = [
     "MIXED_PRECISION",
     "RELATIONS",
     "ConfigError",
+    "fit_steps_per_execution",
     "gan_arguments",
     "json_values",
     "lookahead_applies",
@@ -53,6 +54,29 @@ def schedule(config):
     """`(epochs, steps_per_epoch)`; an epoch longer than the run is shortened to the run."""
     steps_per_epoch = min(config.steps_per_epoch, config.steps)
     return config.steps // steps_per_epoch, steps_per_epoch
+
+
+def fit_steps_per_execution(config):
+    """`(config, note)`: where the epoch length is not a multiple of `config.steps_per_execution`,
+    a copy of `config` with the largest divisor of the epoch length not above it, and a line
+    saying so; else `(config, None)`. For a `steps_per_execution` that the user did not set
+    (train.py: not on the command line), so that changing the epoch length does not ask for it;
+    one the user set is checked by `validate` as it is. Invalid numbers are left to `validate`.
+    """
+    numbers = (config.steps, config.steps_per_epoch, config.steps_per_execution)
+    if not all(_is_int(n) and n > 0 for n in numbers):
+        return config, None
+    _, steps_per_epoch = schedule(config)
+    wanted = config.steps_per_execution
+    fitted = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0)
+    if fitted == wanted:
+        return config, None
+    config = config.copy_and_resolve_references()
+    config.steps_per_execution = fitted
+    return config, (
+        f"config.steps_per_execution: {fitted}, not the config's {wanted}, to divide the epoch length "
+        f"({steps_per_epoch} steps); set it on the command line to choose another divisor."
+    )
 
 
 def json_values(config):
@@ -186,9 +210,10 @@ def gan_arguments(config):
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
         (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),
-        (("r1", "gp"), lambda: {"regularizers": _regularizers(config)}),
+        (("r1",), lambda: {"r1": _feature(R1, config.r1, "gamma", 1.0)}),
+        (("gp",), lambda: {"gp": _feature(GradientPenalty, config.gp, "weight", 1.0)}),
         (("augment",), lambda: {"augment": DiffAugment(config.augment) if config.augment else None}),
-        (("ema",), lambda: {"ema": EMA(**config.ema) if config.ema.decay is not None else None}),
+        (("ema",), lambda: {"ema": _feature(EMA, config.ema, "decay", 0.5)}),
         (("lookahead",), lambda: {"lookahead": _lookahead(config)}),
     )
     arguments = {"seed": config.seed}
@@ -198,7 +223,8 @@ def gan_arguments(config):
         except (ValueError, TypeError) as err:
             fields = ", ".join(f"config.{key}" for key in keys)
             raise ConfigError(f"invalid {fields}: {' '.join(str(err).split())}") from None
-    return arguments
+    penalties = (arguments.pop("r1"), arguments.pop("gp"))
+    return {**arguments, "regularizers": [penalty for penalty in penalties if penalty is not None]}
 
 
 def lookahead_applies(form, lookahead):
@@ -217,10 +243,21 @@ def lookahead_applies(form, lookahead):
     return bool(lookahead["every"]) and form in forms
 
 
+def _feature(cls, settings, switch, neutral, applies=True):
+    """`cls(**settings)`, the object of a feature's sub-dict, or None when its `switch` field is
+    off (0 or None) or the feature does not `apply`. Off, `cls` is still built (with `switch`
+    set to a `neutral` valid value), so that a bad value of another field is refused now, not
+    on the day the feature is switched on."""
+    settings = dict(settings)
+    off = settings[switch] is None or settings[switch] == 0
+    built = cls(**{**settings, **({switch: neutral} if off else {})})
+    return None if off or not applies else built
+
+
 def _lookahead(config):
     """`Lookahead(every, alpha)` where `lookahead_applies` to the config's form, else None."""
     settings = {key: value for key, value in dict(config.lookahead).items() if key != "forms"}
-    return Lookahead(**settings) if lookahead_applies(config.form, dict(config.lookahead)) else None
+    return _feature(Lookahead, settings, "every", 1, applies=lookahead_applies(config.form, dict(config.lookahead)))
 
 
 def _supported_pair(config):
@@ -230,11 +267,6 @@ def _supported_pair(config):
 
 def _num_classes(value):
     return None if value is None else positive_int("num_classes", value)
-
-
-def _regularizers(config):
-    regularizers = [R1(**config.r1)] if config.r1.gamma else []
-    return regularizers + ([GradientPenalty(**config.gp)] if config.gp.weight else [])
 
 
 #: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.

@@ -59,6 +59,8 @@ class DatasetSpec:
       render: `config -> render`, the sample-grid renderer of `callbacks.SampleGrid`.
       classes: the number of classes of its labels (a conditional GAN's `num_classes`), or
         None for unlabelled data.
+      eval_samples: the generated samples its evaluation takes by default (the shipped
+        configs'; `--mode=evaluate` of a run trained with `eval_samples=0` uses it).
     """
 
     name: str
@@ -69,6 +71,7 @@ class DatasetSpec:
     evaluator: Callable
     render: Callable
     classes: int = None
+    eval_samples: int = 1000
 
 
 def _evaluation_latents(config):
@@ -140,6 +143,7 @@ DIGITS = DatasetSpec(
     evaluator=_digits_evaluator,
     render=_image_grid,
     classes=10,
+    eval_samples=1797,  # as many as the real digits
 )
 
 
@@ -196,6 +200,7 @@ CIFAR10 = DatasetSpec(
     evaluator=_cifar10_evaluator,
     render=_image_grid,
     classes=10,
+    eval_samples=10_000,  # the FusedProp paper's Table 2
 )
 
 
@@ -222,6 +227,7 @@ def _mixture(name, pipeline):
         pipeline=lambda config, seed: pipeline(config.batch_size, seed=seed),
         evaluator=evaluator,
         render=render,
+        eval_samples=2_500,  # Metz et al. 2017
     )
 
 

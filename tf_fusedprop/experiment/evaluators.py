@@ -132,5 +132,5 @@ class MixtureEvaluator:
     def describe(self, values):
         return (
             f"modes covered: {values['modes_covered']}/{len(self.centers)}, "
-            f"high-quality samples: {100 * values['high_quality']:.0f}%"
+            f"high-quality samples: {100 * values['high_quality']:.0f}% of {len(self.latents)}"
         )

@@ -1,7 +1,7 @@
 """A trained run's samples and metrics, from its workdir, without training.
 
     python train.py --mode=sample --workdir=DIR [--num=1000]   # DIR/samples-1000.npz and .png
-    python train.py --mode=evaluate --workdir=DIR              # prints and writes DIR/evaluation.json
+    python train.py --mode=evaluate --workdir=DIR [--num=N]    # prints and writes DIR/evaluation.json
 
 Both rebuild the run's GAN from its `config.json` and restore its last checkpoint (`backup/`),
 so they work on a finished run and on one that is still training or was interrupted, and use
@@ -80,23 +80,34 @@ def sample(workdir, num=1000):
     return npz, png, run
 
 
-def evaluate(workdir):
-    """The run's metrics now (its dataset's evaluator, `datasets`), also written to
-    `evaluation.json` with the checkpoint they come from.
+def evaluate(workdir, num=None):
+    """The run's metrics now (its dataset's evaluator, `datasets`) on `num` generated samples,
+    also written to `evaluation.json` with the checkpoint and sample count they come from.
+
+    Args:
+      workdir: the run's directory.
+      num: generated samples to score; None: the run's `eval_samples`, or, for a run trained
+        without evaluation (`eval_samples=0`), its dataset's default (`DatasetSpec.eval_samples`).
 
     Returns:
       `(metrics, line describing them, restored run)`.
 
     Raises:
-      ConfigError: as `restore`, or the run's dataset has no evaluator here (CIFAR-10 without
-        `inception_path`).
+      ConfigError: as `restore`, `num` < 2, or the run's dataset has no evaluator here
+        (CIFAR-10 without `inception_path`).
     """
     run = restore(workdir)
-    cache_dir = run.config.cache_dir or downloads.user_cache_dir()
-    evaluator, note = datasets.prepare(run.config).make_evaluator(cache_dir)
+    config = run.config.copy_and_resolve_references()
+    config.eval_samples = num or config.eval_samples or datasets.get(config.dataset).eval_samples
+    if config.eval_samples < 2:
+        raise ConfigError(f"--num must be at least 2 samples to evaluate; received --num={num}.")
+    cache_dir = config.cache_dir or downloads.user_cache_dir()
+    evaluator, note = datasets.prepare(config).make_evaluator(cache_dir)
     if evaluator is None:
-        raise ConfigError(f"nothing to evaluate the run in {workdir} with: {note or 'config.eval_samples is 0'}")
+        raise ConfigError(f"nothing to evaluate the run in {workdir} with: {note}")
     metrics = {key: float(value) for key, value in evaluator(run.gan.sampling_generator).items()}
     facts = {"epoch": run.checkpoint["epoch"], "steps": run.checkpoint["steps"], "weights": run.weights}
-    files.write_json(os.path.join(workdir, "evaluation.json"), {**facts, "metrics": metrics})
+    files.write_json(
+        os.path.join(workdir, "evaluation.json"), {**facts, "samples": config.eval_samples, "metrics": metrics}
+    )
     return metrics, evaluator.describe(metrics), run

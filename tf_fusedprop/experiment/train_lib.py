@@ -68,14 +68,21 @@ from tf_fusedprop import optimizers as fp_optimizers
 from tf_fusedprop import precision as fp_precision
 from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files
 from tf_fusedprop.experiment import workdir as fp_workdir
-from tf_fusedprop.experiment.config import ConfigError, gan_arguments, json_values, schedule, validate
+from tf_fusedprop.experiment.config import (
+    ConfigError,
+    fit_steps_per_execution,
+    gan_arguments,
+    json_values,
+    schedule,
+    validate,
+)
 from tf_fusedprop.experiment.interrupt import TrainingInterrupted
 from tf_fusedprop.gan import FusedPropGAN
 
 __all__ = ["build_gan", "train"]
 
 
-def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
+def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, overridden=None):
     """Trains a GAN as `config` says, in `workdir`; resumes the run found there.
 
     Under a multi-worker `strategy` every worker calls this with the same `workdir`; only the
@@ -88,6 +95,9 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
       verbose: `fit`'s verbosity (1: progress bar).
       strategy: the `tf.distribute.Strategy` to train under (`distribution.make_strategy`);
         None for the current one (the default strategy outside any scope).
+      overridden: the config keys the user set (train.py: those on the command line); a
+        `steps_per_execution` not among them is fitted to the epoch length
+        (`config.fit_steps_per_execution`, with a note). None: every key counts as set.
 
     Returns:
       The summary, also written to `workdir/summary.json` (its fields: the module docstring).
@@ -103,6 +113,9 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
     """
     start = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
+    fitted = None
+    if overridden is not None and "steps_per_execution" not in overridden:
+        config, fitted = fit_steps_per_execution(config)
     validate(config)
     distribution.check_run(config, workdir, strategy)
     run = fp_workdir.find(config, workdir, runs_root)
@@ -119,7 +132,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None):
         # Other workers run the chief's callbacks (the same variable reads), writing under `out`.
         saving = checkpoint if out == run.path else callbacks.BackupAndRestore(os.path.join(out, "backup"))
         hooks = callbacks.RunCallbacks.create(config, data, out, evaluator, saving, initial_epoch)
-        notes = [note, distribution.fit_under(gan, strategy), _rates_note(run, rates_changed)]
+        notes = [fitted, note, distribution.fit_under(gan, strategy), _rates_note(run, rates_changed)]
         _announce(config, strategy, precision, run, out, gan, initial_epoch, notes)
         _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose)
         try:

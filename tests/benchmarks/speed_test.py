@@ -73,6 +73,27 @@ class SpeedTest(tu.TestCase):
         )
         self.assertTrue(all(seconds > 0 for seconds in report["seconds_per_step"].values()))
 
+    def test_times_the_gans_train_py_builds_from_a_config(self):
+        tiny = ["--config.generator.width=16", "--config.discriminator.width=4", "--config.steps_per_execution=2"]
+        result = tu.run_benchmark(
+            "speed.py",
+            "--config=configs/mnist.py",
+            *tiny,
+            "--config.mixed_precision=float32",
+            "--rounds=1",
+            "--steps_per_round=2",
+            "--warmup_steps=0",
+            "--forms=alternating,fused",
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertIn("config=mnist (dataset mnist5k, network sngan_cnn, G {'width': 16}", result.stdout)
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        self.assertCountEqual(report["seconds_per_step"], ["config:mnist/alternating", "config:mnist/fused"])
+        self.assertEqual((report["config"]["generator"], report["config"]["steps_per_execution"]), ({"width": 16}, 2))
+        refused = tu.run_benchmark("speed.py", "--config=configs/mnist.py", *tiny, "--forms=alternating_paper")
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("alternating_paper is not one of them", refused.stderr)
+
     def test_an_unknown_lever_is_a_usage_error(self):
         result = tu.run_benchmark("speed.py", "--network=digits", "--variants=float32+keras_everything")
         self.assertNotEqual(result.returncode, 0)

@@ -5,6 +5,8 @@
     python benchmarks/quality.py --report_only   # rewrite results.md and quality.png from results.json
     python benchmarks/quality.py --tasks=ring8 --losses=nonsaturating --forms=fused --seeds=5 \\
         --override=g_lr=5e-4 --out=runs/quality_glr  # an investigation: any config field changed
+    python benchmarks/quality.py --tasks=mnist,digits32 --forms=alternating,fused --out=runs/quality_scale \\
+        --seconds_per_update=alternating=0.33,fused=0.26   # image GANs at SNGAN widths: hours a run
 
 Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>.py` with only
 `loss`, `form` and `seed` changed (`--quick`: also the steps and evaluation sizes of `QUICK`;
@@ -13,7 +15,9 @@ Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>
 * ring8, grid25 (modes covered, high-quality samples) and digits (FID, KID under the package's
   digits classifier), nonsaturating loss, forms alternating (n_dis 1), fused, inverse,
   adaptive and simultaneous; ring8 also with the hinge loss (alternating, inverse, adaptive);
-* 5 seeds (0-4) on the 2-D tasks, 3 on digits.
+* 5 seeds (0-4) on the 2-D tasks, 3 on digits;
+* on request (`--tasks`), the image GANs at SNGAN's widths (issue 30): mnist (`configs/mnist.py`)
+  and digits32 (`configs/digits32.py`), 3 seeds, trained until alternating's FID plateaus.
 
 Runs go one after another in this process (the Keras session cleared between them; a
 subprocess each would pay TensorFlow's import, ~4 s, 80 times), after an untimed warm-up run
@@ -34,7 +38,8 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 Resumable: a rerun skips the runs that `results.json` holds with the same config (done or
 diverged; a run that failed otherwise is retried), and restarts an unfinished run from
 scratch (a resumed run would retrace, and its training seconds would restart: its time would
-not compare). A `results.json` that holds a run of another config
+not compare), except on mnist and digits32, whose unfinished run resumes from its last
+checkpoint (time there is modelled, below). A `results.json` that holds a run of another config
 (e.g. `configs/` changed) is refused: pass another `--out`.
 
 Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
@@ -44,7 +49,14 @@ always against alternating at the shipped defaults. E.g.
 
 Thresholds (time to reach; the first evaluation that meets it): ring8, 8/8 modes with >= 80%
 high-quality samples; grid25, >= 24/25 modes; digits, FID <= 8 (about twice the final FID of
-a 3,600-step run; reached in the first third of a run).
+a 3,600-step run; reached in the first third of a run); mnist and digits32, near the plateau:
+FID <= 1.1x alternating's mean final FID in the same results.
+
+Modelled time (`--seconds_per_update=FORM=S,...`, or `TASK/FORM=S`): a loaded machine changes
+the wall-clock, not the G updates, so the report also gives, per row, time = G updates x the
+form's seconds per update as a quiet `benchmarks/speed.py --config=configs/<task>.py` run
+measured them side by side, to the threshold and for the whole schedule, each against
+alternating's. The values are kept in `results.json` for `--report_only`.
 """
 
 import ast
@@ -74,7 +86,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
-from configs import digits, grid25, ring8  # noqa: E402
+from configs import digits, digits32, grid25, mnist, ring8  # noqa: E402
 from tf_fusedprop.experiment import divergence, files, train_lib  # noqa: E402
 from tf_fusedprop.experiment import workdir as fp_workdir  # noqa: E402
 from tf_fusedprop.experiment.config import ConfigError, json_values, lookahead_applies, schedule, validate  # noqa: E402
@@ -82,28 +94,56 @@ from tf_fusedprop.experiment.config import ConfigError, json_values, lookahead_a
 FORMS = ("alternating", "fused", "inverse", "adaptive", "simultaneous")
 #: The hinge loss has no lambda (no `fused`): its single-pass forms against AltGD, on one task.
 HINGE_TASK, HINGE_FORMS = "ring8", ("alternating", "inverse", "adaptive")
-CONFIGS = {"ring8": ring8, "grid25": grid25, "digits": digits}
-SEEDS = {"ring8": 5, "grid25": 5, "digits": 3}
+CONFIGS = {"ring8": ring8, "grid25": grid25, "digits": digits, "mnist": mnist, "digits32": digits32}
+#: The default --tasks: the small ones. A run of the image GANs at SNGAN's widths (mnist,
+#: digits32) takes hours here: ask for them with --tasks.
+DEFAULT_TASKS = ("ring8", "grid25", "digits")
+SEEDS = {"ring8": 5, "grid25": 5, "digits": 3, "mnist": 3, "digits32": 3}
 #: --quick: fewer G updates and seeds, smaller digits evaluations.
 QUICK = {
     "ring8": {"steps": 1_000, "steps_per_epoch": 250},
     "grid25": {"steps": 1_000, "steps_per_epoch": 250},
     "digits": {"steps": 300, "steps_per_epoch": 100, "eval_samples": 1_000},
+    "mnist": {"steps": 1_000, "steps_per_epoch": 250, "eval_samples": 1_000},
+    "digits32": {"steps": 1_000, "steps_per_epoch": 250, "eval_samples": 1_000},
 }
-QUICK_SEEDS = {"ring8": 2, "grid25": 1, "digits": 1}
+QUICK_SEEDS = {"ring8": 2, "grid25": 1, "digits": 1, "mnist": 1, "digits32": 1}
 #: Seconds of one run here (2 CPU cores): fixed + per G update + per evaluation (for the ETA).
-COST = {"ring8": (4.0, 0.0035, 0.2), "grid25": (4.0, 0.0037, 0.2), "digits": (8.0, 0.020, 1.5)}
+COST = {
+    "ring8": (4.0, 0.0035, 0.2),
+    "grid25": (4.0, 0.0037, 0.2),
+    "digits": (8.0, 0.020, 1.5),
+    "mnist": (20.0, 0.33, 8.0),
+    "digits32": (20.0, 0.33, 4.0),
+}
 _TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "steps_per_second"}
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """How a task is scored: the table's two metrics, the threshold and the plotted metric."""
+    """How a task is scored: the table's two metrics, the threshold and the plotted metric.
+
+    A task with `relative` has a near-plateau threshold instead of a fixed one: the plotted
+    metric (lower is better) at most `relative` x alternating's mean final value, over the
+    alternating runs (shipped defaults) of the same results (`thresholds`).
+    """
 
     columns: tuple  # ((metric, label, scale, format), ...): final-step columns of the table
-    reached: object  # metrics -> bool: the threshold
+    reached: object  # metrics -> bool: the threshold (None: `relative`)
     threshold: str
-    plot: tuple  # (metric, axis label, scale, threshold line, (low, high), log axis)
+    plot: tuple  # (metric, axis label, scale, threshold line (None: `relative`), (low, high), log axis)
+    relative: float = None
+
+
+def _plateau_task(classifier):
+    """An image task scored by FID under a digits classifier, with the near-plateau threshold."""
+    return Task(
+        columns=(("fid", "FID", 1, "{:.2f}"), ("kid", "KID", 1, "{:.3f}")),
+        reached=None,
+        threshold="FID <= 1.1x alternating's mean final FID",
+        plot=("fid", f"FID ({classifier} classifier)", 1, None, (0.5, None), True),
+        relative=1.1,
+    )
 
 
 TASKS = {
@@ -125,6 +165,8 @@ TASKS = {
         threshold="FID <= 8",
         plot=("fid", "FID (digits classifier)", 1, 8, (0.5, None), True),
     ),
+    "mnist": _plateau_task("MNIST-5k"),
+    "digits32": _plateau_task("digits"),
 }
 COLORS = {
     "alternating": "black",
@@ -179,7 +221,12 @@ def _define_flags():
         "out", None, "output directory (default runs/quality, runs/quality_quick with --quick)", flag_values=values
     )
     flags.DEFINE_bool("quick", False, "the reduced grid of QUICK / QUICK_SEEDS", flag_values=values)
-    flags.DEFINE_list("tasks", list(CONFIGS), "tasks to run", flag_values=values)
+    flags.DEFINE_list(
+        "tasks",
+        list(DEFAULT_TASKS),
+        f"tasks to run, of {', '.join(CONFIGS)} (hours a run: mnist, digits32)",
+        flag_values=values,
+    )
     flags.DEFINE_list(
         "forms", list(FORMS), "forms to run (the hinge runs: those of HINGE_FORMS among them)", flag_values=values
     )
@@ -201,6 +248,13 @@ def _define_flags():
         "report_only", False, "only rewrite results.md and quality.png from results.json", flag_values=values
     )
     flags.DEFINE_bool("dry_run", False, "print the plan and its estimated time, train nothing", flag_values=values)
+    flags.DEFINE_list(
+        "seconds_per_update",
+        [],
+        "FORM=S or TASK/FORM=S: a form's seconds per G update from a quiet `benchmarks/speed.py --config` run; "
+        "the report adds time = G updates x S beside the wall-clock (kept in results.json)",
+        flag_values=values,
+    )
     return values
 
 
@@ -410,10 +464,16 @@ def warm_up(runs, directory):
 
 def train_run(run, config, workdir):
     """Trains one run in `workdir` (its output to `train.log`); returns its record. Exceptions
-    of the run are recorded, not raised (a harness that stops a diverged run by raising)."""
+    of the run are recorded, not raised (a harness that stops a diverged run by raising).
+
+    An unfinished run in `workdir` is restarted from scratch, so that its training seconds
+    compare, except on a task whose time is modelled (`Task.relative`: hours a run, read as G
+    updates x seconds per update), which resumes from its last checkpoint; its history then
+    comes from its TensorBoard events, all processes together."""
+    resumable = TASKS[run.task].relative is not None
     try:
-        if fp_workdir.completed_run(workdir, config) is None and os.path.exists(workdir):
-            shutil.rmtree(workdir)  # unfinished: restart, so that its training seconds compare
+        if not resumable and fp_workdir.completed_run(workdir, config) is None and os.path.exists(workdir):
+            shutil.rmtree(workdir)
     except ConfigError:
         shutil.rmtree(workdir)
     os.makedirs(workdir, exist_ok=True)
@@ -435,9 +495,13 @@ def train_run(run, config, workdir):
             summary_path = os.path.join(workdir, "summary.json")
             summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
     wall = time.perf_counter() - start
-    history = (
-        summary.get("history") if summary and summary.get("history") is not None else _history_from_events(workdir)
-    )
+    resumed = bool(summary and summary.get("resumed_from_epoch"))
+    if summary and summary.get("history") is not None and not resumed:
+        history = summary["history"]
+    else:
+        history = _history_from_events(workdir)
+        if resumed and history:  # the summary's seconds are the last process's only
+            summary = {**summary, "train_seconds": history[-1]["train_seconds"]}
     return record(run, config, summary, history, wall, error, workdir)
 
 
@@ -503,9 +567,43 @@ def _groups(records):
     return groups
 
 
-def time_to_threshold(rec):
-    """`(train_seconds, step)` of the run's first evaluation that meets its task's threshold, or None."""
-    reached = TASKS[rec["task"]].reached
+def thresholds(records):
+    """`{(task, loss): (reached(metrics) -> bool, description)}` of each group of `records`: the
+    task's fixed threshold, or for a `relative` task the plotted metric at most `relative` x the
+    mean final value of its alternating runs at the shipped defaults (None before any of them
+    finished)."""
+    result = {}
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        if info.relative is None:
+            result[task, loss] = (info.reached, info.threshold)
+            continue
+        metric, value = info.plot[0], _threshold_value(info, forms)
+        if value is None:
+            result[task, loss] = (None, f"{info.threshold} (none finished yet)")
+            continue
+        result[task, loss] = (
+            lambda m, metric=metric, value=value: _finite_number(m.get(metric)) and m[metric] <= value,
+            f"{metric.upper()} <= {value:.4g} ({info.relative}x alternating's mean final {metric.upper()})",
+        )
+    return result
+
+
+def _threshold_value(info, forms):
+    """A relative task's threshold: `relative` x the mean final plotted metric of the
+    alternating runs among `forms` (`{row: records}`), or None before one finished."""
+    metric = info.plot[0]
+    finals = [r["final"].get(metric) for r in forms.get("alternating", []) if r["final"]]
+    finals = [value for value in finals if _finite_number(value)]
+    return info.relative * statistics.mean(finals) if finals else None
+
+
+def time_to_threshold(rec, reached=None):
+    """`(train_seconds, step)` of the run's first evaluation that meets `reached` (default: its
+    task's fixed threshold), or None (also when the task's threshold is not known yet)."""
+    reached = reached or TASKS[rec["task"]].reached
+    if reached is None:
+        return None
     for entry in rec["history"]:
         if entry["finite"] and all(_finite_number(v) for v in entry["metrics"].values()) and reached(entry["metrics"]):
             return entry["train_seconds"], entry["step"]
@@ -528,25 +626,37 @@ def _mean_std(values, scale, fmt):
     return f"{fmt.format(statistics.mean(values))} ± {fmt.format(statistics.stdev(values))}"
 
 
-def summarize(records):
-    """Rows of the table: one per (task, loss, form)."""
-    rows = []
+def summarize(records, seconds_per_update=None):
+    """Rows of the table: one per (task, loss, form). With `seconds_per_update` (`{form or
+    task/form: seconds}`, `parse_seconds_per_update`), each row also has `modelled`: its
+    seconds per update and the time it would take at that speed (updates x seconds) to the
+    threshold and for the schedule, each against alternating's."""
+    rows, limits = [], thresholds(records)
     for (task, loss), forms in _groups(records).items():
         info = TASKS[task]
-        reference = None
+        reached, _ = limits[task, loss]
+        reference, reference_model = None, None
         for form, runs in forms.items():
-            reach = [time_to_threshold(r) for r in runs]
+            reach = [time_to_threshold(r, reached) for r in runs]
             seconds = _median_or_none([None if x is None else x[0] for x in reach])
             steps = _median_or_none([None if x is None else x[1] for x in reach])
             if form == "alternating":  # the reference: alternating at the shipped defaults
                 reference = seconds
             finals = [r["final"] for r in runs if r["final"]]
             train = [r["train_seconds"] for r in runs if r["status"] == "done" and r["train_seconds"]]
+            modelled = _modelled(task, runs[0]["form"], steps, runs, seconds_per_update)
+            if form == "alternating":
+                reference_model = modelled
+            if modelled and reference_model and form != "alternating":
+                for key in ("threshold", "schedule"):
+                    ours, theirs = modelled[f"{key}_seconds"], reference_model[f"{key}_seconds"]
+                    modelled[f"{key}_vs_alternating"] = ours / theirs if ours and theirs else None
             rows.append(
                 {
                     "task": task,
                     "loss": loss,
                     "form": form,
+                    "modelled": modelled,
                     "runs": len(runs),
                     "diverged": sum(r["diverged"] for r in runs),
                     "errors": sum(r["status"] in ("error", "stopped") for r in runs),
@@ -561,13 +671,47 @@ def summarize(records):
     return rows
 
 
+def parse_seconds_per_update(items):
+    """`{form or task/form: seconds}` of `--seconds_per_update` items `FORM=S` or `TASK/FORM=S`.
+
+    Raises:
+      ConfigError: another shape, or seconds that are not a positive number.
+    """
+    parsed = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+        if not sep or not key or seconds is None or not seconds > 0:
+            raise ConfigError(f"--seconds_per_update takes FORM=S or TASK/FORM=S with S > 0; received {item!r}.")
+        parsed[key] = seconds
+    return parsed
+
+
+def _modelled(task, form, steps_to_threshold, runs, seconds_per_update):
+    """A row's modelled times (see `summarize`), or None without its form's seconds per update."""
+    per_update = (seconds_per_update or {}).get(f"{task}/{form}", (seconds_per_update or {}).get(form))
+    if per_update is None:
+        return None
+    schedule = statistics.median([r["config"]["steps"] for r in runs])
+    return {
+        "seconds_per_update": per_update,
+        "threshold_seconds": None if steps_to_threshold is None else steps_to_threshold * per_update,
+        "schedule_steps": schedule,
+        "schedule_seconds": schedule * per_update,
+    }
+
+
 def _number(value, fmt):
     return "—" if value is None else fmt.format(value)
 
 
-def markdown(records, environment_, grid):
-    """results.md: the table, the thresholds, how it was measured."""
-    rows = summarize(records)
+def markdown(records, environment_, grid, seconds_per_update=None):
+    """results.md: the table, the thresholds, how it was measured (and, with
+    `seconds_per_update`, the modelled times: `summarize`)."""
+    rows, limits = summarize(records, seconds_per_update), thresholds(records)
     lines = [
         "# Time to quality",
         "",
@@ -584,7 +728,7 @@ def markdown(records, environment_, grid):
         labels = [f"{label} {value}" for (_, label, _, _), value in zip(info.columns, row["final"])]
         lines.append(
             f"| {row['task']} | {row['loss']} | {row['form']} | {row['runs']} | {row['diverged']} | {labels[0]} "
-            f"| {labels[1]} | {row['reached']}/{row['runs']} ({info.threshold}) "
+            f"| {labels[1]} | {row['reached']}/{row['runs']} ({limits[row['task'], row['loss']][1]}) "
             f"| {_number(row['seconds'], '{:.1f}')} | {_number(row['speedup'], '{:.2f}x')} "
             f"| {_number(row['steps'], '{:.0f}')} | {_number(row['train_seconds'], '{:.1f}')} |"
         )
@@ -597,6 +741,26 @@ def markdown(records, environment_, grid):
         "counts a run that never reached it as infinitely slow (— when fewer than half reached). "
         "vs alternating: the alternating median over this form's.",
     ]
+    modelled = [row for row in rows if row["modelled"]]
+    if modelled:
+        lines += [
+            "",
+            "Time modelled as G updates x seconds per update (the seconds per update measured side by side "
+            "on a quiet machine by `benchmarks/speed.py --config`; the G updates above do not depend on the "
+            "machine's load, the wall-clock does):",
+            "",
+            "| task | loss | form (+ stabilizer) | s per update | median G updates to threshold | x s per update "
+            "| vs alternating | schedule (G updates) | x s per update | vs alternating |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for row in modelled:
+            m = row["modelled"]
+            lines.append(
+                f"| {row['task']} | {row['loss']} | {row['form']} | {m['seconds_per_update']:.4g} "
+                f"| {_number(row['steps'], '{:.0f}')} | {_number(m['threshold_seconds'], '{:.0f}')} "
+                f"| {_number(m.get('threshold_vs_alternating'), '{:.2f}x')} | {m['schedule_steps']:.0f} "
+                f"| {m['schedule_seconds']:.0f} | {_number(m.get('schedule_vs_alternating'), '{:.2f}x')} |"
+            )
     if failed:
         lines += ["", "Runs that diverged or failed:", ""]
         lines += [
@@ -630,7 +794,7 @@ def figure(records, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = _groups(records)
+    groups, limits = _groups(records), thresholds(records)
     fig, axes = plt.subplots(2, len(groups), figsize=(max(4.3 * len(groups), 6.0), 7.4), squeeze=False)
     for column, ((task, loss), forms) in enumerate(groups.items()):
         metric, ylabel, scale, line, (low, high), log = TASKS[task].plot
@@ -665,7 +829,10 @@ def figure(records, path):
                 )
         for row in range(2):
             ax = axes[row, column]
-            ax.axhline(line, color="grey", linestyle=":", linewidth=1)
+            if line is None:  # a relative threshold: known once alternating's runs finished
+                line = _threshold_value(TASKS[task], forms)
+            if line is not None:
+                ax.axhline(line, color="grey", linestyle=":", linewidth=1)
             if log:
                 ax.set_yscale("log")
             ax.set_ylabel(ylabel)
@@ -674,7 +841,7 @@ def figure(records, path):
             ax.set_xlim(left=0)
             if not log:
                 ax.set_ylim(low, high * 1.04)
-        axes[0, column].set_title(f"{task}, {loss} loss\nthreshold: {TASKS[task].threshold}", fontsize=9)
+        axes[0, column].set_title(f"{task}, {loss} loss\nthreshold: {limits[task, loss][1]}", fontsize=9)
         axes[0, column].legend(fontsize=7, loc="best")
     fig.suptitle(
         "Sample quality against training seconds and G updates\nmean over seeds, band +-1 std, dotted: threshold",
@@ -685,11 +852,15 @@ def figure(records, path):
     plt.close(fig)
 
 
-def write_results(out, records, environment_, grid, plot=True):
-    """results.json, results.md and (with `plot`) quality.png of `records`."""
+def write_results(out, records, environment_, grid, plot=True, seconds_per_update=None):
+    """results.json, results.md and (with `plot`) quality.png of `records` (and the modelled
+    times of `seconds_per_update`, kept in results.json)."""
     records = _json_safe(records)
-    files.write_json(os.path.join(out, "results.json"), {"environment": environment_, "grid": grid, "runs": records})
-    text = markdown(records, environment_, grid)
+    files.write_json(
+        os.path.join(out, "results.json"),
+        {"environment": environment_, "grid": grid, "seconds_per_update": seconds_per_update or {}, "runs": records},
+    )
+    text = markdown(records, environment_, grid, seconds_per_update)
 
     def write(tmp_path):
         with open(tmp_path, "w") as f:
@@ -770,7 +941,7 @@ def run(argv):
     stored = files.read_json(results_path) if os.path.exists(results_path) else {"runs": []}
     records = {r["id"]: r for r in stored["runs"]}
     env = environment()
-    seeds = {t: values.seeds or (QUICK_SEEDS if values.quick else SEEDS)[t] for t in CONFIGS}
+    seeds = {t: values.seeds or (QUICK_SEEDS if values.quick else SEEDS)[t] for t in values.tasks}
     grid = (
         f"{'quick grid' if values.quick else 'grid'}: tasks {', '.join(values.tasks)}; seeds "
         + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
@@ -781,13 +952,28 @@ def run(argv):
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    try:
+        # The flag's values win over those kept in results.json (from an earlier invocation).
+        seconds_per_update = {
+            **stored.get("seconds_per_update", {}),
+            **parse_seconds_per_update(values.seconds_per_update),
+        }
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if values.stabilizers != ["defaults"]:
         grid += "; stabilizers " + ", ".join(
             f"{name} ({', '.join(f'{k}={v}' for k, v in stabilizers.get(name, {}).items()) or 'the shipped config'})"
             for name in values.stabilizers
         )
     if values.report_only:
-        write_results(out, list(records.values()), stored.get("environment", env), stored.get("grid", grid))
+        write_results(
+            out,
+            list(records.values()),
+            stored.get("environment", env),
+            stored.get("grid", grid),
+            seconds_per_update=seconds_per_update,
+        )
         print(f"Rewrote {out}/results.md and quality.png from {len(records)} runs.")
         return 0
 
@@ -834,11 +1020,17 @@ def run(argv):
     for index, (r, config) in enumerate(todo):
         rec = train_run(r, config, os.path.join(out, "runs", r.id))
         records[r.id] = rec
-        write_results(out, list(records.values()), env, grid, plot=False)  # the figure at the end
+        write_results(out, list(records.values()), env, grid, plot=False, seconds_per_update=seconds_per_update)
         progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
-    write_results(out, list(records.values()), env if todo else stored.get("environment", env), grid)
+    write_results(
+        out,
+        list(records.values()),
+        env if todo else stored.get("environment", env),
+        grid,
+        seconds_per_update=seconds_per_update,
+    )
     print(f"Wrote {results_path}, results.md and quality.png.\n")
-    print(markdown(_json_safe(list(records.values())), env, grid))
+    print(markdown(_json_safe(list(records.values())), env, grid, seconds_per_update))
     return 0
 
 

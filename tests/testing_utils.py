@@ -180,6 +180,7 @@ from configs import (  # noqa: E402
     cifar10_resnet_ns,
     cifar10_resnet_projection,
     digits,
+    digits32,
     digits_conditional,
     grid25,
     mnist,
@@ -192,6 +193,7 @@ CONFIG_MODULES = {
     for module in (
         digits,
         digits_conditional,
+        digits32,
         mnist,
         ring8,
         grid25,

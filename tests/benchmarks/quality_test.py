@@ -10,10 +10,10 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from benchmarks import quality
-from configs import digits, grid25, ring8
+from configs import digits, digits32, grid25, mnist, ring8
 from tests import testing_utils as tu
+from tf_fusedprop.experiment import callbacks, train_lib
 from tf_fusedprop.experiment import config as fp_config
-from tf_fusedprop.experiment import train_lib
 
 #: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed.
 TINY = {
@@ -42,7 +42,7 @@ def entry(step, seconds, finite=True, **metrics):
 
 class PlanTest(tu.TestCase):
     def test_the_full_grid_is_seed_major_with_hinge_on_one_task(self):
-        runs = quality.plan(list(quality.CONFIGS), quality.FORMS, quality.SEEDS)
+        runs = quality.plan(list(quality.DEFAULT_TASKS), quality.FORMS, quality.SEEDS)
         self.assertLen(runs, 5 * (5 + 3) + 5 * 5 + 3 * 5)
         self.assertEqual(
             [r.id for r in runs[:9]],
@@ -55,7 +55,18 @@ class PlanTest(tu.TestCase):
         self.assertEqual({r.loss for r in runs if r.task != "ring8"}, {"nonsaturating"})
         self.assertLen(quality.plan(["ring8"], ["fused"], quality.SEEDS, losses=["nonsaturating"]), 5)
 
-    @parameterized.parameters(("ring8", ring8), ("grid25", grid25), ("digits", digits))
+    def test_the_image_gans_at_sngan_widths_run_on_request_only(self):
+        self.assertEqual(quality.DEFAULT_TASKS, ("ring8", "grid25", "digits"))
+        runs = quality.plan(["mnist", "digits32"], ["alternating", "fused"], quality.SEEDS, losses=["nonsaturating"])
+        self.assertEqual(
+            [r.id for r in runs[:4]],
+            [f"{t}-nonsaturating-{f}-s0" for t in ("mnist", "digits32") for f in ("alternating", "fused")],
+        )
+        self.assertLen(runs, 12)
+
+    @parameterized.parameters(
+        ("ring8", ring8), ("grid25", grid25), ("digits", digits), ("mnist", mnist), ("digits32", digits32)
+    )
     def test_configs_are_the_shipped_ones_with_loss_form_and_seed(self, task, module):
         config = quality.make_config(quality.Run(task, "nonsaturating", "simultaneous", 3), cache_dir="/c")
         expected = module.get_config()
@@ -125,6 +136,90 @@ class RecordTest(tu.TestCase):
         self.assertEqual(quality._median_or_none([3.0, None, 1.0]), 3.0)
         self.assertIsNone(quality._median_or_none([3.0, None, None]))
         self.assertEqual(quality._median_or_none([4.0, 2.0]), 3.0)
+
+
+class PlateauThresholdTest(tu.TestCase):
+    """mnist and digits32: the threshold is relative to alternating's final FID, and time is
+    also modelled as G updates x seconds per update."""
+
+    FIDS = {  # per form, per seed: FID after 500, 1,000 and 1,500 G updates
+        "alternating": ([100.0, 20.0, 10.0], [120.0, 25.0, 12.0], [110.0, 11.0, 11.0]),
+        "fused": ([150.0, 12.0, 11.0], [200.0, 40.0, 13.0], [130.0, 12.0, 11.5]),
+    }
+
+    def records(self):
+        records = []
+        for form, seeds in self.FIDS.items():
+            for seed, fids in enumerate(seeds):
+                run = quality.Run("mnist", "nonsaturating", form, seed)
+                config = quality.make_config(run)
+                config.update(steps=1500, steps_per_epoch=500)
+                history = [entry(500 * (i + 1), 100.0 * (i + 1), fid=fid, kid=0.1) for i, fid in enumerate(fids)]
+                records.append(quality.record(run, config, {"steps": 1500, "train_seconds": 300.0}, history, 400.0))
+        return records
+
+    def test_threshold_is_a_tenth_above_alternatings_mean_final_fid(self):
+        records = self.records()
+        reached, text = quality.thresholds(records)["mnist", "nonsaturating"]
+        self.assertEqual(text, "FID <= 12.1 (1.1x alternating's mean final FID)")
+        self.assertEqual((reached({"fid": 12.0}), reached({"fid": 12.2})), (True, False))
+        by_id = {r["id"]: r for r in records}
+        self.assertEqual(quality.time_to_threshold(by_id["mnist-nonsaturating-fused-s0"], reached), (200.0, 1000))
+        self.assertIsNone(quality.time_to_threshold(by_id["mnist-nonsaturating-fused-s1"], reached))
+        self.assertIsNone(quality.time_to_threshold(by_id["mnist-nonsaturating-fused-s1"]))  # no fixed threshold
+        unfinished = quality.thresholds([r for r in records if r["form"] == "fused"])
+        self.assertEqual(
+            unfinished["mnist", "nonsaturating"][1], "FID <= 1.1x alternating's mean final FID (none finished yet)"
+        )
+
+    def test_modelled_time_is_updates_times_seconds_per_update(self):
+        seconds = quality.parse_seconds_per_update(["alternating=0.3", "mnist/fused=0.24"])
+        rows = {row["form"]: row for row in quality.summarize(self.records(), seconds)}
+        self.assertEqual((rows["alternating"]["steps"], rows["fused"]["steps"]), (1500, 1000))
+        self.assertEqual(rows["fused"]["reached"], 2)
+        fused = rows["fused"]["modelled"]
+        self.assertAllClose(
+            [fused["threshold_seconds"], fused["threshold_vs_alternating"], fused["schedule_seconds"]],
+            [240.0, 240.0 / 450.0, 360.0],
+        )
+        self.assertAllClose(fused["schedule_vs_alternating"], 0.8)
+        table = quality.markdown(self.records(), quality.environment(), "grid", seconds)
+        self.assertIn("| mnist | nonsaturating | fused | 0.24 | 1000 | 240 | 0.53x | 1500 | 360 | 0.80x |", table)
+        self.assertIn("| 2/3 (FID <= 12.1 (1.1x alternating's mean final FID)) |", table)
+        self.assertNotIn("Time modelled", quality.markdown(self.records(), quality.environment(), "grid"))
+
+    def test_seconds_per_update_must_be_form_equals_a_positive_number(self):
+        for bad in ("fused", "fused=0", "fused=fast", "=0.3"):
+            with self.assertRaisesRegex(fp_config.ConfigError, "--seconds_per_update takes FORM=S or TASK/FORM=S"):
+                quality.parse_seconds_per_update([bad])
+
+
+class ResumeTest(tu.TestCase):
+    def test_an_unfinished_run_of_a_modelled_task_resumes_from_its_last_checkpoint(self):
+        run = quality.Run("mnist", "nonsaturating", "fused", 0)
+        tiny = ["generator.width=16", "discriminator.width=4", "image_size=16", "steps=20", "steps_per_epoch=10"]
+        tiny += ["steps_per_execution=1", "eval_samples=50", "grid_samples=4", "mixed_precision='float32'"]
+        config = quality.make_config(run, overrides=tiny, cache_dir=os.path.join(self.get_temp_dir(), "cache"))
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        save = callbacks.BackupAndRestore.on_epoch_end
+
+        def save_then_stop(checkpoint, epoch, logs=None):  # a session that ends after the first epoch
+            save(checkpoint, epoch, logs)
+            raise RuntimeError("the session ended")
+
+        with mock.patch.object(callbacks.BackupAndRestore, "on_epoch_end", save_then_stop):
+            stopped = quality.train_run(run, config, workdir)
+        self.assertEqual((stopped["status"], stopped["steps"]), ("error", 10))
+        resumed = quality.train_run(run, config, workdir)
+        self.assertEqual((resumed["status"], resumed["steps"], resumed["error"]), ("done", 20, None))
+        with open(os.path.join(workdir, "summary.json")) as f:
+            self.assertEqual(json.load(f)["resumed_from_epoch"], 1)
+        # Both processes' evaluations, with their training seconds added up (from the events).
+        self.assertEqual([e["step"] for e in resumed["history"]], [10, 20])
+        first, second = (e["train_seconds"] for e in resumed["history"])
+        self.assertAllClose(first, stopped["history"][0]["train_seconds"])
+        self.assertTrue(0 < first < second == resumed["train_seconds"])
+        self.assertEqual(set(resumed["final"]), {"fid", "kid", "inception_score"})
 
 
 class QuickGridTest(tu.TestCase):

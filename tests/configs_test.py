@@ -1,5 +1,7 @@
 """configs/: the shipped experiments, and the CIFAR-10 ones on one base as they were apart."""
 
+import os
+
 import tensorflow as tf
 from absl.testing import parameterized
 
@@ -107,6 +109,9 @@ class BaseTest(tu.TestCase):
     def test_every_shipped_config_is_valid_and_named_after_its_file(self):
         for name, module in tu.CONFIG_MODULES.items():
             config = module.get_config()
+            if name == "images":  # the user's images: a folder of them, one batch
+                config.data = tu.image_folder(os.path.join(self.get_temp_dir(), "images"), count=config.batch_size)
+                config.cache_dir = self.get_temp_dir()
             validate(config)
             self.assertEqual(config.name, name)
 

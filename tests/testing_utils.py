@@ -183,6 +183,7 @@ from configs import (  # noqa: E402
     digits32,
     digits_conditional,
     grid25,
+    images,
     mnist,
     ring8,
 )
@@ -194,6 +195,7 @@ CONFIG_MODULES = {
         digits,
         digits_conditional,
         digits32,
+        images,
         mnist,
         ring8,
         grid25,
@@ -244,6 +246,17 @@ def tiny_config(name, variant="", cache_dir=None):
     if "eval_real_samples" in config:
         config.eval_real_samples = 16
     return config
+
+
+def image_folder(directory, count=8, size=8):
+    """Writes `count` gray PNG files of `size` x `size` (a gradient, a different one each) into
+    `directory`, a folder of images for `configs/images.py`; returns it."""
+    os.makedirs(directory, exist_ok=True)
+    ramp = np.linspace(0, 255, size * size).reshape(size, size, 1)
+    for i in range(count):
+        image = np.round((ramp + 255 * i / count) % 256).astype(np.uint8)
+        tf.io.write_file(os.path.join(directory, f"{i:04d}.png"), tf.io.encode_png(image))
+    return directory
 
 
 def h5_arrays(path):

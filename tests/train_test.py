@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
+from tests.experiment import image_files_test
 from tf_fusedprop.experiment import data, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
@@ -364,6 +366,93 @@ class EndToEndTest(tu.TestCase):
         self.assertEqual(_md5(os.path.join(samples_dir, "epoch_0001.png")), before["epoch_0001.png"])
         events = tu.read_events(os.path.join(workdir, "logs"))
         self.assertEqual(sorted({step for step, _, _ in events["d_loss"]}), [200, 400, 600])
+
+
+#: configs/images.py shrunk to seconds: tiny networks, batch 4, 2 epochs of 10 G updates.
+_TINY_IMAGES = [
+    "--config.generator.width=16",
+    "--config.discriminator.width=4",
+    "--config.batch_size=4",
+    "--config.steps=20",
+    "--config.steps_per_epoch=10",
+    "--config.grid_samples=4",
+    "--config.mixed_precision=float32",
+]
+
+
+class OwnImagesTest(tu.TestCase):
+    """configs/images.py on a folder (and a zip) of real PNG, JPEG, BMP, GIF and WebP files."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.root = tu.class_temp_dir(cls)
+        cls.folder = os.path.join(cls.root, "images")
+        image_files_test.write_image_tree(cls.folder)
+        cls.zip = shutil.make_archive(os.path.join(cls.root, "images"), "zip", cls.folder)
+
+    def train(self, *args, config="configs/images.py"):
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        cache = f"--config.cache_dir={os.path.join(self.root, 'cache')}"
+        status, out, err = run_cli(f"--config={config}", *_TINY_IMAGES, cache, *args, f"--workdir={workdir}")
+        return status, out, err, workdir
+
+    def test_a_folder_at_32_px_fused_then_its_generator_serves_in_a_fresh_process(self):
+        status, out, err, workdir = self.train(f"--config.data={self.folder}", "--config.image_size=32")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(
+            out,
+            r"Images: 16 from .*images at 32x32x3, 2 classes; skipped 1 file that did not decode \(the first: "
+            r".*one/corrupt.jpg\); (prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v1.npz.\n",
+        )
+        self.assertIn("FID/IS off: no Inception module; pass --config.inception_path=", out)
+        self.assertIn("form fused, 20 steps (2 epochs of 10), batch 4", out)
+        self.assertEqual(_read_json(os.path.join(workdir, "summary.json"))["steps"], 20)
+        serve = (
+            "import sys, tensorflow as tf; g = tf.saved_model.load(sys.argv[1]); "
+            "print(tuple(g.serve(tf.random.normal([5, 128])).shape))"
+        )
+        result = _python("-c", serve, os.path.join(workdir, "generator"), cwd=self.get_temp_dir())
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertEqual(result.stdout.strip().splitlines()[-1], "(5, 32, 32, 3)")
+
+    def test_a_zip_at_64_px_alternating_gray_and_mirrored(self):
+        args = [f"--config.data={self.zip}", "--config.image_size=64", "--config.channels=1", "--config.mirror=True"]
+        status, out, err, workdir = self.train(*args, config="configs/images.py:alternating")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(out, r"Images: 16 from .*images.zip at 64x64x1, 2 classes; skipped 1 file")
+        self.assertIn("form alternating", out)
+        grid = tf.io.decode_png(tf.io.read_file(os.path.join(workdir, "samples", "epoch_0002.png")))
+        self.assertEqual(grid.shape[-1], 1)
+
+    @parameterized.parameters(
+        (
+            [],
+            r"config.data must name your images: a folder \(searched recursively\) or a .zip of one; received data=None",
+        ),
+        (["--config.data=/nonexistent/photos"], r"config.data='/nonexistent/photos' does not exist"),
+        (["--config.data={empty}"], r"config.data='.*empty' holds no image file"),
+        (["--config.data={broken}"], r"none of the 1 image files in config.data=.* decodes"),
+        (["--config.data={folder}", "--config.batch_size=32"], r"holds 16 decodable images, fewer than one batch"),
+        (
+            ["--config.data={folder}", "--config.image_size=36"],
+            r"network 'sngan_cnn' builds images whose side is a multiple of 8; received image_size=36 \(e.g. --config.image_size=32\)",
+        ),
+        (["--config.data={folder}", "--config.channels=2"], r"config.channels must be 1 \(gray\), 3 \(RGB\) or None"),
+    )
+    def test_bad_input_is_one_line_exit_2_and_nothing_written(self, args, message):
+        empty, broken = os.path.join(self.get_temp_dir(), "empty"), os.path.join(self.get_temp_dir(), "broken")
+        os.makedirs(empty)
+        os.makedirs(broken)
+        with open(os.path.join(broken, "x.png"), "wb") as f:
+            f.write(b"not a png")
+        args = [arg.format(empty=empty, broken=broken, folder=self.folder) for arg in args]
+        status, out, err, workdir = self.train(*args)
+        self.assertEqual(status, 2)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertTrue(err.startswith("error: "), err)
+        self.assertRegex(err, message)
+        self.assertFalse(os.path.exists(workdir))
 
 
 class SampleAndEvaluateTest(tu.TestCase):

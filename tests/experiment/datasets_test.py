@@ -12,19 +12,26 @@ from tf_fusedprop import networks
 from tf_fusedprop.experiment import datasets, evaluators
 
 # Dataset name -> a shipped config of it.
-CONFIGS = {"digits": "digits", "mnist5k": "mnist", "cifar10": "cifar10_cnn_ns", "ring8": "ring8", "grid25": "grid25"}
+CONFIGS = {
+    "digits": "digits",
+    "mnist5k": "mnist",
+    "cifar10": "cifar10_cnn_ns",
+    "images": "images",
+    "ring8": "ring8",
+    "grid25": "grid25",
+}
 
 
 class RegistryTest(tu.TestCase):
     def test_names_are_the_pipelines_and_each_spec_knows_its_name(self):
-        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "mnist5k", "ring8"])
+        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "images", "mnist5k", "ring8"])
         self.assertEqual(set(CONFIGS), set(datasets.names()))
         for name in datasets.names():
             self.assertEqual(datasets.get(name).name, name)
 
     def test_unknown_name_lists_valid_names(self):
         with self.assertRaisesRegex(
-            ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, mnist5k, ring8\."
+            ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, images, mnist5k, ring8\."
         ):
             datasets.get("mnist")
         with self.assertRaisesRegex(ValueError, "Received: name=None"):
@@ -58,7 +65,7 @@ class SpecTest(tu.TestCase):
     def test_image_datasets_take_image_networks(self):
         self.assertEqual(
             {name: datasets.get(name).image for name in datasets.names()},
-            {"cifar10": True, "digits": True, "grid25": False, "mnist5k": True, "ring8": False},
+            {"cifar10": True, "digits": True, "grid25": False, "images": True, "mnist5k": True, "ring8": False},
         )
 
     def test_cifar10_without_inception_module_trains_without_fid(self):
@@ -78,6 +85,23 @@ class SpecTest(tu.TestCase):
         config.inception_path = tu.closed_port_url("/x")  # As offline.
         with self.assertRaisesRegex(ValueError, r"which could not be downloaded: .*\(config.inception_path\)$"):
             datasets.get("cifar10").evaluator(config)
+
+    def test_your_images_come_prepared_from_their_folder_and_without_inception_train_unscored(self):
+        folder = os.path.join(self.get_temp_dir(), "images")
+        for i in range(4):
+            os.makedirs(os.path.join(folder, "sub"), exist_ok=True)
+            image = np.full((12, 10, 3), 60 * i, np.uint8)
+            tf.io.write_file(os.path.join(folder, "sub", f"{i}.png"), tf.io.encode_png(image))
+        config = tu.tiny_config("images", cache_dir=os.path.join(self.get_temp_dir(), "cache"))
+        config.data, config.image_size, config.batch_size = folder, 8, 4
+        spec = datasets.get("images")
+        self.assertEqual(spec.sample_shape(config), (8, 8, 3))
+        batch = next(iter(spec.pipeline(config, 0))).numpy()
+        self.assertEqual(batch.shape, (4, 8, 8, 3))
+        self.assertAllClose(np.sort(batch[:, 0, 0, 0]), [60 * i / 127.5 - 1 for i in range(4)], atol=1e-6)
+        evaluator, message = spec.evaluator(config)("unused")
+        self.assertIsNone(evaluator)
+        self.assertRegex(message, r"^FID/IS off: no Inception module; .* to score your images\.$")
 
     def test_mnist5k_is_scored_under_a_classifier_trained_on_it(self):
         config = tu.tiny_config("mnist")

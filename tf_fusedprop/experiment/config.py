@@ -269,8 +269,25 @@ def _num_classes(value):
     return None if value is None else positive_int("num_classes", value)
 
 
+def _channels(key, value):
+    _check(
+        value in (None, 1, 3),
+        f"config.{key} must be 1 (gray), 3 (RGB) or None (from the data); received {key}={value!r}.",
+    )
+
+
+def _data(key, value):
+    _check(
+        isinstance(value, str) and bool(value),
+        f"config.{key} must name your images: a folder (searched recursively) or a .zip of one; received {key}={value!r}.",
+    )
+
+
 #: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.
 DATASET_FIELDS = {
+    "data": _data,
+    "channels": _channels,
+    "mirror": _bool,
     "image_size": _image_size,
     "data_dir": None,
     "inception_path": None,
@@ -291,6 +308,17 @@ def _network_fits_dataset(config):
         f"network {config.network!r} does not fit dataset {config.dataset!r}: use "
         f"{'an image network (' + ', '.join(fitting) + ')' if image else 'network ' + ', '.join(fitting)} "
         f"(received network={config.network!r}, dataset={config.dataset!r}).",
+    )
+
+
+def _image_size_fits_network(config):
+    if "image_size" not in config:
+        return
+    multiple = datasets.NETWORK_INPUTS[config.network].size_multiple
+    _check(
+        config.image_size % multiple == 0,
+        f"network {config.network!r} builds images whose side is a multiple of {multiple}; received "
+        f"image_size={config.image_size} (e.g. --config.image_size={max(multiple, round(config.image_size / multiple) * multiple)}).",
     )
 
 
@@ -365,6 +393,7 @@ def _builder_arguments(config):
 #: Checks of fields against each other, in order.
 RELATIONS = (
     _network_fits_dataset,
+    _image_size_fits_network,
     _classes_fit_dataset,
     _augment_needs_images,
     _batch_splits_into_micro_batches,

@@ -51,6 +51,7 @@ __all__ = [
     "mnist5k_labels",
     "ring8",
     "ring8_centers",
+    "uint8_images",
 ]
 
 #: Standard deviation of each mode of the 8-Gaussian ring (Metz et al. 2017, Unrolled GANs).
@@ -236,6 +237,47 @@ def _in_memory(images, labels, batch_size, seed, repeat):
     batch_size = positive_int("batch_size", batch_size)
     ds = tf.data.Dataset.from_tensor_slices(images if labels is None else (images, labels))
     return _finish(ds, batch_size, seed, repeat, len(images))
+
+
+# --------------------------------------------------------------------------------------------
+# Images prepared as uint8 (a user's own, `image_files`)
+# --------------------------------------------------------------------------------------------
+
+
+def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=None):
+    """A batched pipeline of uint8 images `[n, s, s, c]` held in memory, scaled to [-1, 1].
+
+    Each value `v` becomes `v / 127.5 - 1`. Shuffled with a full buffer (seeded, a new order
+    every pass). With `mirror`, each image is flipped left-right with probability 1/2, drawn
+    from `(seed, its position in the stream)` (stateless), so a resumed run that skips the
+    batches already trained sees the flips of the uninterrupted one.
+
+    Args:
+      images: uint8 array `[n, s, s, c]`.
+      batch_size: positive int, the leading axis of every element.
+      seed: seed of the order and the flips.
+      repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
+      mirror: random x-flips (StyleGAN2-ADA's `--mirror`).
+      labels: int32 `[n]` to yield `(images, labels)` pairs, or None.
+
+    Returns:
+      A dataset of float32 tensors `[batch_size, s, s, c]` in [-1, 1] (with their labels).
+    """
+    batch_size = positive_int("batch_size", batch_size)
+    ds = tf.data.Dataset.from_tensor_slices(images if labels is None else (images, labels))
+    ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    ds = (ds.repeat() if repeat else ds).enumerate()
+
+    def to_float(index, element):
+        image, label = element if labels is not None else (element, None)
+        image = tf.cast(image, tf.float32) / 127.5 - 1.0
+        if mirror:
+            draw = tf.random.stateless_uniform([], tf.stack([tf.cast(seed, tf.int64), index]))
+            image = tf.cond(draw < 0.5, lambda: tf.reverse(image, axis=[1]), lambda: image)
+        return image if label is None else (image, label)
+
+    ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
 
 # --------------------------------------------------------------------------------------------

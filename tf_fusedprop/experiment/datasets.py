@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from tf_fusedprop import _checks
-from tf_fusedprop.experiment import data, evaluators, features, images
+from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, images
 
 __all__ = [
     "NETWORK_INPUTS",
@@ -184,25 +184,36 @@ def _cifar10_images(config, n):
     return np.concatenate([b.numpy() for b in batches.take(math.ceil(n / batch_size))])[:n]
 
 
-def _cifar10_evaluator(config):
-    inception = _load_inception(config)
+def _inception_evaluator(what, real_images, data_key):
+    """The evaluator factory of FID/IS under TF-GAN's Inception (`config.inception_path`) against
+    `real_images(config, n)` (n = `config.eval_real_samples`), whose reference statistics are
+    cached under `data_key(config)`; without the module, a line says how to turn it on."""
 
-    def make(cache_dir):
-        if inception is None:
-            return None, (
-                f"FID/IS off: no Inception module; pass --config.inception_path={features.InceptionFeatures.MODULE_URL} "
-                "(downloaded once) or a local copy's directory to score CIFAR-10."
+    def evaluator(config):
+        inception = _load_inception(config)
+
+        def make(cache_dir):
+            if inception is None:
+                return None, (
+                    f"FID/IS off: no Inception module; pass --config.inception_path="
+                    f"{features.InceptionFeatures.MODULE_URL} (downloaded once) or a local copy's directory to "
+                    f"score {what}."
+                )
+            key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
+            cache = os.path.join(cache_dir, f"{data_key(config)}{config.eval_real_samples}_inception{key}_stats.npz")
+            real = None if os.path.exists(cache) else real_images(config, config.eval_real_samples)
+            reference = features.reference_statistics(inception, real, cache, batch_size=100)
+            evaluator = evaluators.ImageEvaluator(
+                inception, reference, _evaluation_latents(config), "Inception", labels=_evaluation_labels(config)
             )
-        key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
-        cache = os.path.join(cache_dir, f"cifar10_train{config.eval_real_samples}_inception{key}_stats.npz")
-        real = None if os.path.exists(cache) else _cifar10_images(config, config.eval_real_samples)
-        reference = features.reference_statistics(inception, real, cache, batch_size=100)
-        evaluator = evaluators.ImageEvaluator(
-            inception, reference, _evaluation_latents(config), "Inception", labels=_evaluation_labels(config)
-        )
-        return evaluator, None
+            return evaluator, None
 
-    return make
+        return make
+
+    return evaluator
+
+
+_cifar10_evaluator = _inception_evaluator("CIFAR-10", _cifar10_images, lambda config: "cifar10_train")
 
 
 CIFAR10 = DatasetSpec(
@@ -250,7 +261,65 @@ def _mixture(name, pipeline):
 RING8 = _mixture("ring8", data.ring8)
 GRID25 = _mixture("grid25", data.grid25)
 
-_REGISTRY = {spec.name: spec for spec in sorted((DIGITS, MNIST5K, CIFAR10, RING8, GRID25), key=lambda spec: spec.name)}
+# --------------------------------------------------------------------------------------------
+# The user's own images (a folder or a zip)
+# --------------------------------------------------------------------------------------------
+
+
+def _user_images(config):
+    """The `image_files.Prepared` images of `config.data` at `config.image_size` (decoded once,
+    into the user cache; memoized in this process).
+
+    Raises:
+      image_files.ImageSourceError: no decodable image, or fewer than one batch.
+    """
+    cache_dir = config.cache_dir or downloads.user_cache_dir()
+    prepared = _prepare_user_images(config.data, config.image_size, cache_dir, config.channels)
+    if len(prepared.images) < config.batch_size:
+        raise image_files.ImageSourceError(
+            f"config.data={config.data!r} holds {len(prepared.images)} decodable images, fewer than one batch "
+            f"(config.batch_size={config.batch_size}): add images or lower the batch size."
+        )
+    return prepared
+
+
+@functools.lru_cache(maxsize=4)
+def _prepare_user_images(path, image_size, cache_dir, channels):
+    prepared = image_files.prepare(path, image_size, cache_dir, channels=channels, log=print)
+    print(prepared.describe(path), flush=True)
+    return prepared
+
+
+def _user_images_pipeline(config, seed):
+    images = _user_images(config).images
+    return data.uint8_images(images, config.batch_size, seed=seed, mirror=config.mirror)
+
+
+def _user_images_sample(config, n):
+    """`n` of the user's images (evenly spread over the set) in [-1, 1], for the reference statistics."""
+    images = _user_images(config).images
+    chosen = np.linspace(0, len(images) - 1, min(n, len(images))).round().astype(int)
+    return images[chosen].astype(np.float32) / 127.5 - 1.0
+
+
+IMAGES = DatasetSpec(
+    name="images",
+    fields=("data", "image_size", "channels", "mirror", "inception_path", "eval_real_samples"),
+    image=True,
+    sample_shape=lambda config: _user_images(config).images.shape[1:],
+    pipeline=_user_images_pipeline,
+    evaluator=_inception_evaluator(
+        "your images",
+        _user_images_sample,
+        lambda config: os.path.splitext(os.path.basename(_user_images(config).cache_path))[0] + "_real",
+    ),
+    render=_image_grid,
+    eval_samples=5_000,
+)
+
+_REGISTRY = {
+    spec.name: spec for spec in sorted((DIGITS, MNIST5K, CIFAR10, IMAGES, RING8, GRID25), key=lambda spec: spec.name)
+}
 
 
 def names():
@@ -271,9 +340,10 @@ def get(name):
 # Networks: what the data fix in each builder's arguments
 # --------------------------------------------------------------------------------------------
 
-NetworkInputs = collections.namedtuple("NetworkInputs", ["image", "kwargs"])
-NetworkInputs.__doc__ = """How samples enter a network: `image` (takes image samples) and
-`kwargs(sample_shape) -> (generator kwargs, discriminator kwargs)` fixed by the data."""
+NetworkInputs = collections.namedtuple("NetworkInputs", ["image", "kwargs", "size_multiple"], defaults=[1])
+NetworkInputs.__doc__ = """How samples enter a network: `image` (takes image samples),
+`kwargs(sample_shape) -> (generator kwargs, discriminator kwargs)` fixed by the data, and
+`size_multiple`, what the image side must be a multiple of (the network's up/down-samplings)."""
 
 
 def _vector_kwargs(shape):
@@ -291,9 +361,9 @@ def _sngan_kwargs(shape):
 
 #: Per network name of `tf_fusedprop.networks`: how the data enter its builders.
 NETWORK_INPUTS = {
-    "digits": NetworkInputs(image=True, kwargs=_digits_kwargs),
-    "sngan_cnn": NetworkInputs(image=True, kwargs=_sngan_kwargs),
-    "sngan_resnet": NetworkInputs(image=True, kwargs=_sngan_kwargs),
+    "digits": NetworkInputs(image=True, kwargs=_digits_kwargs, size_multiple=4),
+    "sngan_cnn": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8),
+    "sngan_resnet": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8),
     "mlp": NetworkInputs(image=False, kwargs=_vector_kwargs),
 }
 

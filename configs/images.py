@@ -1,0 +1,54 @@
+"""Your own images: a folder (searched recursively) or a .zip of one, FusedProp.
+
+    python train.py --config=configs/images.py --config.data=PATH --config.image_size=64
+    python train.py --config=configs/images.py:alternating --config.data=PATH   # the AltGD baseline
+
+The images are decoded once (centre-cropped to a square, resized with antialiasing, uint8)
+into the user cache, keyed by the files and the resolution; a rerun or a resume reuses them
+(`tf_fusedprop.experiment.image_files`). PNG, JPEG, BMP, GIF (first frame) and WebP; gray,
+RGB and RGBA (alpha dropped); a file that does not decode is skipped and reported.
+FID/IS against your images need TF-GAN's Inception: `--config.inception_path=URL_OR_DIR`
+(as for CIFAR-10); without it, training runs and one line says how to turn it on.
+"""
+
+from ml_collections import config_dict
+
+from configs import base
+
+
+def get_config(variant=""):
+    """`variant`: the training form (default fused; alternating is the baseline).
+
+    SNGAN's CNN (G 512, D 64, D spectrally normalized; its three up-sampling blocks start from
+    `image_size / 8`), nonsaturating loss, batch 64, z of 128, Adam 2e-4 (beta1 0, beta2 0.999)
+    and an EMA generator (decay 0.999) for samples, evaluation and export, as measured best on
+    digits; 64 px. `data` (required), `channels` (1, 3, or None: gray when every image is gray,
+    else RGB), `mirror` (random x-flips). Evaluation: FID/IS of 5,000 samples against up to
+    10,000 of your images every 5 epochs of 1,000 updates, when `inception_path` is set.
+    """
+    config = base.get_base_config()
+    config.name = "images"
+    config.dataset = "images"
+    config.data = config_dict.placeholder(str)
+    config.image_size = 64
+    config.channels = config_dict.placeholder(int)
+    config.mirror = False
+    config.network = "sngan_cnn"
+    config.generator.width = 512
+    config.discriminator.width = 64
+    config.discriminator.spectral_norm = True
+    config.latent_dim = 128
+    config.loss = "nonsaturating"
+    config.form = base.form_variant(variant, base.ALL_FORMS, "fused")
+    config.batch_size = 64
+    config.steps = 50_000
+    config.steps_per_epoch = 1_000
+    config.beta1 = 0.0
+    config.eval_samples = 5_000
+    config.eval_every = 5
+    config.eval_real_samples = 10_000
+    config.grid_samples = 64
+    config.steps_per_execution = 10
+    config.ema.decay = 0.999
+    config.inception_path = config_dict.placeholder(str)
+    return config

@@ -1,0 +1,183 @@
+"""image_files: a folder or zip of real image files (written here), decoded once into the cache."""
+
+import os
+import shutil
+
+import numpy as np
+import tensorflow as tf
+from PIL import Image  # matplotlib's dependency, in the test extra: BMP, GIF and WebP writers
+
+from tests import testing_utils as tu
+from tf_fusedprop.experiment import data, image_files
+
+
+def write_image_tree(root, count=6):
+    """Digits as files in class folders `zero/` and `one/`: PNG and JPEG (gray and RGB), an RGBA
+    PNG, a BMP, a GIF and a (lossless) WebP, a corrupt JPEG and a text file; returns
+    `{relative path: the uint8 gray digit written}` of the decodable files."""
+    digits = np.round((data.digits_array(16) + 1.0) * 127.5).astype(np.uint8)
+    written = {}
+    for index in range(count):
+        for label, name in ((0, "zero"), (1, "one")):
+            digit = digits[data.digits_labels() == label][index]
+            os.makedirs(os.path.join(root, name), exist_ok=True)
+            path = os.path.join(name, f"{index}.png" if index % 2 else f"{index}.jpg")
+            rgb = np.repeat(digit, 3, axis=-1) if index % 3 == 0 else digit
+            encoded = tf.io.encode_png(rgb) if index % 2 else tf.io.encode_jpeg(rgb, quality=100)
+            tf.io.write_file(os.path.join(root, path), encoded)
+            written[path] = digit
+    rgba = np.concatenate([np.repeat(digits[1], 3, axis=-1), np.full((16, 16, 1), 128, np.uint8)], axis=-1)
+    tf.io.write_file(os.path.join(root, "one", "alpha.png"), tf.io.encode_png(rgba))
+    Image.fromarray(digits[2][..., 0]).save(os.path.join(root, "zero", "b.bmp"))
+    Image.fromarray(digits[3][..., 0]).save(os.path.join(root, "one", "g.gif"))
+    Image.fromarray(np.repeat(digits[4], 3, axis=-1)).save(os.path.join(root, "zero", "w.webp"), lossless=True)
+    written.update(
+        {"one/alpha.png": digits[1], "zero/b.bmp": digits[2], "one/g.gif": digits[3], "zero/w.webp": digits[4]}
+    )
+    with open(os.path.join(root, "one", "corrupt.jpg"), "wb") as f:
+        f.write(b"\xff\xd8 not a jpeg")
+    open(os.path.join(root, "notes.txt"), "w").close()  # not an image: ignored
+    return written
+
+
+class OpenSourceTest(tu.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.get_temp_dir(), "images")
+        write_image_tree(self.root)
+
+    def test_a_folder_lists_its_images_recursively_with_classes_from_subfolders(self):
+        source = image_files.open_source(self.root)
+        self.assertLen(source.members, 6 * 2 + 5)  # the digits, RGBA, BMP, GIF, WebP and the corrupt JPEG
+        self.assertIn("one/corrupt.jpg", source.members)
+        self.assertNotIn("notes.txt", source.members)
+        self.assertEqual(source.class_names(), ["one", "zero"])
+        self.assertFalse(source.is_zip)
+
+    def test_a_zip_of_it_has_the_same_members(self):
+        archive = shutil.make_archive(os.path.join(self.get_temp_dir(), "images"), "zip", self.root)
+        source = image_files.open_source(archive)
+        self.assertTrue(source.is_zip)
+        self.assertEqual(source.members, image_files.open_source(self.root).members)
+
+    def test_the_fingerprint_follows_the_files(self):
+        before = image_files.open_source(self.root).fingerprint
+        self.assertEqual(image_files.open_source(self.root).fingerprint, before)
+        os.remove(os.path.join(self.root, "zero", "b.bmp"))
+        self.assertNotEqual(image_files.open_source(self.root).fingerprint, before)
+
+    def test_a_top_level_image_means_no_classes(self):
+        tf.io.write_file(os.path.join(self.root, "top.png"), tf.io.encode_png(np.zeros((4, 4, 1), np.uint8)))
+        self.assertIsNone(image_files.open_source(self.root).class_names())
+
+    def test_bad_paths_are_one_line(self):
+        empty = os.path.join(self.get_temp_dir(), "empty")
+        os.makedirs(os.path.join(empty, "sub"))
+        text = os.path.join(self.get_temp_dir(), "file.txt")
+        open(text, "w").close()
+        for path, message in (
+            ("/nonexistent/photos", r"config.data='/nonexistent/photos' does not exist: pass a folder of images"),
+            (empty, r"holds no image file \(.png, .jpg, .jpeg, .bmp, .gif, .webp, searched recursively\)"),
+            (text, r"is neither a folder nor a .zip file"),
+        ):
+            with self.assertRaisesRegex(image_files.ImageSourceError, message) as info:
+                image_files.open_source(path)
+            self.assertNotIn("\n", str(info.exception))
+
+
+class PrepareTest(tu.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.get_temp_dir(), "images")
+        self.written = write_image_tree(self.root)
+        self.cache = os.path.join(self.get_temp_dir(), "cache")
+
+    def test_decoded_once_cropped_resized_with_classes_and_the_corrupt_file_skipped(self):
+        lines = []
+        prepared = image_files.prepare(self.root, 16, self.cache, log=lines.append)
+        self.assertEqual((prepared.images.shape, prepared.images.dtype), ((16, 16, 16, 3), np.uint8))
+        self.assertEqual(prepared.skipped, [os.path.join(self.root, "one", "corrupt.jpg")])
+        self.assertEqual(prepared.class_names, ["one", "zero"])
+        members = [m for m in image_files.open_source(self.root).members if m != "one/corrupt.jpg"]
+        self.assertAllEqual(prepared.labels, [0 if m.startswith("one/") else 1 for m in members])
+        by_member = dict(zip(members, prepared.images))
+        self.assertLen(self.written, 16)
+        for path, digit in self.written.items():  # gray replicated into RGB, alpha dropped; JPEG within its rounding
+            tolerance = 16 if path.endswith(".jpg") else 0
+            expected = np.repeat(digit, 3, axis=-1).astype(np.float32)
+            self.assertAllClose(by_member[path].astype(np.float32), expected, atol=tolerance, msg=path)
+        self.assertFalse(prepared.reused)
+        self.assertRegex(
+            prepared.describe(self.root),
+            r"^Images: 16 from .*images at 16x16x3, 2 classes; skipped 1 file that did not decode \(the first: "
+            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v1.npz.$",
+        )
+        again = image_files.prepare(self.root, 16, self.cache)
+        self.assertTrue(again.reused)
+        self.assertAllEqual(again.images, prepared.images)
+        self.assertEqual((again.class_names, again.skipped), (prepared.class_names, prepared.skipped))
+
+    def test_non_square_images_are_centre_cropped(self):
+        digit = np.round((data.digits_array(16)[7] + 1.0) * 127.5).astype(np.uint8)
+        wide = np.pad(digit, ((0, 0), (5, 3), (0, 0)), constant_values=255)  # 16x24: 4 px cut each side
+        folder = os.path.join(self.get_temp_dir(), "wide")
+        os.makedirs(folder)
+        tf.io.write_file(os.path.join(folder, "w.png"), tf.io.encode_png(wide))
+        prepared = image_files.prepare(folder, 16, self.cache)
+        self.assertAllEqual(prepared.images[0], wide[:, 4:20])
+        self.assertIsNone(prepared.labels)
+
+    def test_resizing_is_antialiased(self):
+        stripes = np.zeros((32, 32, 1), np.uint8)
+        stripes[:, ::2] = 255
+        folder = os.path.join(self.get_temp_dir(), "stripes")
+        os.makedirs(folder)
+        tf.io.write_file(os.path.join(folder, "s.png"), tf.io.encode_png(stripes))
+        small = image_files.prepare(folder, 8, self.cache).images[0]
+        self.assertAllClose(
+            small, np.full((8, 8, 1), 127.5), atol=12
+        )  # averaged (bicubic rings a little), not 0 or 255
+
+    def test_channels_from_the_data_or_as_asked(self):
+        gray = os.path.join(self.get_temp_dir(), "gray")
+        os.makedirs(gray)
+        for i in range(2):
+            tf.io.write_file(os.path.join(gray, f"{i}.png"), tf.io.encode_png(np.full((8, 8, 1), 10 * i, np.uint8)))
+        self.assertEqual(image_files.prepare(gray, 8, self.cache).images.shape, (2, 8, 8, 1))
+        self.assertEqual(image_files.prepare(gray, 8, self.cache, channels=3).images.shape, (2, 8, 8, 3))
+        self.assertEqual(image_files.prepare(self.root, 8, self.cache, channels=1).images.shape, (16, 8, 8, 1))
+
+    def test_a_source_with_nothing_decodable_is_one_line(self):
+        folder = os.path.join(self.get_temp_dir(), "broken")
+        os.makedirs(folder)
+        for name in ("a.png", "b.jpg"):
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(b"garbage")
+        with self.assertRaisesRegex(
+            image_files.ImageSourceError, r"none of the 2 image files in config.data=.* decodes \(the first: .*a.png\)"
+        ):
+            image_files.prepare(folder, 8, self.cache)
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "images")))
+
+
+class Uint8PipelineTest(tu.TestCase):
+    def test_scaled_shuffled_and_mirrored_reproducibly(self):
+        images = np.arange(4 * 2 * 3, dtype=np.uint8).reshape(4, 2, 3, 1) * 10
+        plain = np.concatenate([b.numpy() for b in data.uint8_images(images, 2, seed=1, repeat=False)])
+        self.assertAllClose(np.sort(plain.ravel()), np.sort(images.ravel() / 127.5 - 1.0), atol=1e-6)
+        stream = lambda seed: np.concatenate(
+            [b.numpy() for b in data.uint8_images(images, 4, seed=seed, mirror=True).take(8)]
+        )
+        first = stream(3)
+        self.assertAllEqual(first, stream(3))
+        as_float = images / 127.5 - 1.0
+        flipped = [any(np.allclose(x, f[:, ::-1]) and not np.allclose(x, f) for f in as_float) for x in first]
+        self.assertBetween(sum(flipped), 4, 28)  # about half of 32, reproducibly
+        labelled = data.uint8_images(images, 2, labels=np.arange(4, dtype=np.int32), repeat=False)
+        for batch, labels in labelled:
+            for image, label in zip(batch.numpy(), labels.numpy()):
+                self.assertAllClose(image, as_float[label], atol=1e-6)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,269 @@
+"""A user's own images: a folder (searched recursively) or a `.zip` of one, decoded once.
+
+    prepared = image_files.prepare("photos/", image_size=64, cache_dir=downloads.user_cache_dir())
+    prepared.images      # uint8 [n, 64, 64, channels]: centre-cropped, resized with antialiasing
+
+`open_source(path)` lists the image files of a folder or zip (PNG, JPEG, BMP, GIF: its first
+frame, WebP), sorted, with the first level of subfolders as class names. `prepare` decodes
+every file once, centre-crops it to a square and resizes it with antialiasing to
+`image_size`, and keeps the result as uint8 in the cache (`cache_dir/images/`), keyed by a
+fingerprint of the source's file list, sizes and modification times (a zip: its members'
+CRCs) with the resolution and channels: a rerun, a resume or another run on the same data
+reuses it. A file that does not decode is skipped; the count and the first such path are
+reported, so that a run does not die in epoch 7 on a bad JPEG.
+
+Channels: 1 (gray) or 3 (RGB) as asked, or from the data: gray when every image is gray (or
+gray with alpha), else RGB, gray images replicated. Alpha is dropped.
+
+The design follows StyleGAN2-ADA's `dataset_tool.py` (resize and crop once, ahead of
+training) and its `ImageFolderDataset` (one reader for a folder or a zip, classes from the
+folder names as Keras's `image_dataset_from_directory` takes them).
+"""
+
+import dataclasses
+import hashlib
+import os
+import time
+import zipfile
+
+import numpy as np
+import tensorflow as tf
+
+from tf_fusedprop.experiment import data, files
+
+__all__ = ["IMAGE_EXTENSIONS", "ImageSourceError", "Prepared", "Source", "open_source", "prepare"]
+
+#: File extensions read as images (lower case), as TensorFlow decodes them.
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+#: Bump when decoding, cropping or resizing changes: it is part of the cache's name.
+VERSION = 1
+
+
+class ImageSourceError(data.DatasetUnavailableError):
+    """The images cannot be read: a missing path, no image in it, nothing decodable."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The image files of a folder or zip.
+
+    Attributes:
+      path: the folder or `.zip` as given.
+      members: the image files' paths relative to the folder (or inside the zip), sorted, `/`-separated.
+      fingerprint: a hex digest of the file list with each file's size and modification time
+        (a zip: size and CRC): it changes when a file is added, removed or rewritten.
+    """
+
+    path: str
+    members: tuple
+    fingerprint: str
+
+    @property
+    def is_zip(self):
+        """Whether the images are read from a zip file."""
+        return not os.path.isdir(self.path)
+
+    def class_names(self):
+        """The first-level subfolders holding images, sorted, or None when an image lies at the top level."""
+        if any("/" not in member for member in self.members):
+            return None
+        return sorted({member.split("/", 1)[0] for member in self.members})
+
+    def read(self, member, archive=None):
+        """The bytes of one member (`archive`: the source's open `zipfile.ZipFile`, if a zip)."""
+        if archive is not None:
+            return archive.read(member)
+        with open(os.path.join(self.path, *member.split("/")), "rb") as f:
+            return f.read()
+
+
+def _is_image(name):
+    base = os.path.basename(name)
+    return not base.startswith(".") and os.path.splitext(base)[1].lower() in IMAGE_EXTENSIONS
+
+
+def open_source(path):
+    """The image files of a folder (searched recursively; hidden files skipped) or a `.zip`.
+
+    Raises:
+      ImageSourceError: the path does not exist, is neither a folder nor a zip, or holds no image file.
+    """
+    path = os.fspath(path)
+    listing = []
+    if os.path.isdir(path):
+        for root, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in names:
+                full = os.path.join(root, name)
+                if _is_image(name) and os.path.isfile(full):
+                    stat = os.stat(full)
+                    listing.append((os.path.relpath(full, path).replace(os.sep, "/"), stat.st_size, stat.st_mtime_ns))
+    elif os.path.isfile(path) and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            listing = [
+                (i.filename, i.file_size, i.CRC) for i in archive.infolist() if not i.is_dir() and _is_image(i.filename)
+            ]
+    elif not os.path.exists(path):
+        raise ImageSourceError(
+            f"config.data={path!r} does not exist: pass a folder of images, a .zip of one, or tfds:NAME."
+        )
+    else:
+        raise ImageSourceError(
+            f"config.data={path!r} is neither a folder nor a .zip file: pass a folder of images or a .zip of one."
+        )
+    if not listing:
+        raise ImageSourceError(
+            f"config.data={path!r} holds no image file ({', '.join(IMAGE_EXTENSIONS)}, searched recursively)."
+        )
+    listing.sort()
+    digest = hashlib.sha1(repr(listing).encode()).hexdigest()[:16]
+    return Source(path=path, members=tuple(name for name, _, _ in listing), fingerprint=digest)
+
+
+#: The first bytes of each format TensorFlow decodes (WebP: "RIFF", 4 bytes of size, "WEBP").
+_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"BM")
+
+
+def _looks_like_an_image(raw):
+    """Whether `raw` starts as a PNG, JPEG, GIF, BMP or WebP file does: others are skipped
+    without asking TensorFlow, which would log a warning for each."""
+    return raw.startswith(_MAGIC) or (raw[:4] == b"RIFF" and raw[8:12] == b"WEBP")
+
+
+def _decode(raw, image_size):
+    """One image's bytes -> float32 `[image_size, image_size, c]` (c 1 or 3, alpha dropped) in
+    [0, 255]: decoded, centre-cropped to a square, resized with antialiasing.
+
+    Raises:
+      ValueError: not an image file of a format TensorFlow decodes.
+    """
+    if not _looks_like_an_image(raw):
+        raise ValueError("not a PNG, JPEG, GIF, BMP or WebP file")
+    image = tf.io.decode_image(raw, expand_animations=False)  # GIF: its first frame
+    channels = image.shape[-1]
+    image = image[..., :1] if channels in (1, 2) else image[..., :3]
+    height, width = image.shape[0], image.shape[1]
+    side = min(height, width)
+    top, left = (height - side) // 2, (width - side) // 2
+    square = tf.cast(image[top : top + side, left : left + side], tf.float32)
+    if side != image_size:
+        square = tf.image.resize(square, [image_size, image_size], method="bicubic", antialias=True)
+    return np.clip(square.numpy(), 0.0, 255.0)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A source decoded once: `images` uint8 `[n, s, s, channels]`, `labels` int32 `[n]` (the
+    class of each image, by `class_names`) or None, the `skipped` files (paths that did not
+    decode), `cache_path` and whether it was `reused` from the cache."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    class_names: list
+    skipped: list
+    cache_path: str
+    reused: bool
+
+    def describe(self, source_path):
+        """One line: how many images, their shape, the classes, what was skipped, where cached."""
+        n, size, _, channels = self.images.shape
+        classes = f", {len(self.class_names)} classes" if self.class_names else ""
+        skipped = (
+            f"; skipped {len(self.skipped)} file{'s' if len(self.skipped) > 1 else ''} that did not decode "
+            f"(the first: {self.skipped[0]})"
+            if self.skipped
+            else ""
+        )
+        how = "reused from" if self.reused else "prepared into"
+        return f"Images: {n} from {source_path} at {size}x{size}x{channels}{classes}{skipped}; {how} {self.cache_path}."
+
+
+def prepare(path, image_size, cache_dir, channels=None, log=None):
+    """The images of a folder or zip, decoded once into `cache_dir/images/` (see the module docstring).
+
+    Args:
+      path: a folder of images (searched recursively) or a `.zip` of one.
+      image_size: the side of the square images.
+      cache_dir: the user cache (`downloads.user_cache_dir()`).
+      channels: 1 or 3, or None: from the data.
+      log: called with progress lines while the cache is made (e.g. `print`); None: silent.
+
+    Returns:
+      A `Prepared`. `labels` hold the first-level subfolder of each image when every image lies
+      in one, else None.
+
+    Raises:
+      ImageSourceError: the source has no image (`open_source`), or none of its files decodes.
+    """
+    source = open_source(path)
+    key = f"{source.fingerprint}_{image_size}px_{channels or 'auto'}c_v{VERSION}"
+    cache_path = os.path.join(cache_dir, "images", f"{key}.npz")
+    if os.path.exists(cache_path):
+        with np.load(cache_path) as stored:
+            labels = stored["labels"] if stored["labels"].size else None
+            return Prepared(
+                stored["images"],
+                labels,
+                [str(name) for name in stored["class_names"]] or None,
+                [str(path) for path in stored["skipped"]],
+                cache_path,
+                True,
+            )
+    images, members, skipped = _decode_all(source, image_size, log)
+    if not images:
+        raise ImageSourceError(
+            f"none of the {len(source.members)} image files in config.data={path!r} decodes (the first: "
+            f"{skipped[0]}): TensorFlow reads PNG, JPEG, BMP, GIF and WebP."
+        )
+    wanted = channels or (1 if all(image.shape[-1] == 1 for image in images) else 3)
+    stacked = np.stack([_channels(image, wanted) for image in images])
+    class_names = source.class_names()
+    labels = None
+    if class_names:
+        index = {name: i for i, name in enumerate(class_names)}
+        labels = np.array([index[member.split("/", 1)[0]] for member in members], np.int32)
+    prepared = Prepared(np.round(stacked).astype(np.uint8), labels, class_names, skipped, cache_path, False)
+    os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(
+                f,
+                images=prepared.images,
+                labels=np.zeros([0], np.int32) if labels is None else labels,
+                class_names=np.array(class_names or [], dtype=str),
+                skipped=np.array(skipped, dtype=str),
+            )
+
+    files.atomic_write(cache_path, write)
+    return prepared
+
+
+def _channels(image, channels):
+    if image.shape[-1] == channels:
+        return image
+    if channels == 3:
+        return np.repeat(image, 3, axis=-1)
+    return np.sum(image * np.array([0.299, 0.587, 0.114], np.float32), axis=-1, keepdims=True)  # ITU-R 601 luma
+
+
+def _decode_all(source, image_size, log):
+    """`(images, their members, skipped members)`, with a progress line every few seconds."""
+    images, members, skipped = [], [], []
+    start = last = time.monotonic()
+    archive = zipfile.ZipFile(source.path) if source.is_zip else None
+    try:
+        for count, member in enumerate(source.members, 1):
+            try:
+                images.append(_decode(source.read(member, archive), image_size))
+                members.append(member)
+            except (tf.errors.InvalidArgumentError, ValueError, zipfile.BadZipFile, OSError):
+                skipped.append(os.path.join(source.path, member))
+            now = time.monotonic()
+            if log and (now - last > 5 or count == len(source.members)) and now - start > 1:
+                log(f"Preparing {source.path} at {image_size} px: {count}/{len(source.members)} files decoded ...")
+                last = now
+    finally:
+        if archive is not None:
+            archive.close()
+    return images, members, skipped

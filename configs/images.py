@@ -1,7 +1,8 @@
-"""Your own images: a folder (searched recursively) or a .zip of one, FusedProp.
+"""Your own images: a folder (searched recursively), a .zip of one, or a TFDS dataset; FusedProp.
 
     python train.py --config=configs/images.py --config.data=PATH --config.image_size=64
     python train.py --config=configs/images.py:alternating --config.data=PATH   # the AltGD baseline
+    python train.py --config=configs/images.py --config.data=tfds:fashion_mnist --config.image_size=32
 
 The images are decoded once (centre-cropped to a square, resized with antialiasing, uint8)
 into the user cache, keyed by the files and the resolution; a rerun or a resume reuses them
@@ -22,8 +23,9 @@ def get_config(variant=""):
     SNGAN's CNN (G 512, D 64, D spectrally normalized; its three up-sampling blocks start from
     `image_size / 8`), nonsaturating loss, batch 64, z of 128, Adam 2e-4 (beta1 0, beta2 0.999)
     and an EMA generator (decay 0.999) for samples, evaluation and export, as measured best on
-    digits; 64 px. `data` (required), `channels` (1, 3, or None: gray when every image is gray,
-    else RGB), `mirror` (random x-flips). Evaluation: FID/IS of 5,000 samples against up to
+    digits; 64 px. `data` (required; `tfds:NAME[:SPLIT]` reads a TFDS dataset prepared in
+    `data_dir`, its first image feature, split train by default), `channels` (1, 3, or None:
+    gray when every image is gray, else RGB), `mirror` (random x-flips). Evaluation: FID/IS of 5,000 samples against up to
     10,000 of your images every 5 epochs of 1,000 updates, when `inception_path` is set.
     """
     config = base.get_base_config()
@@ -50,5 +52,6 @@ def get_config(variant=""):
     config.grid_samples = 64
     config.steps_per_execution = 10
     config.ema.decay = 0.999
+    config.data_dir = config_dict.placeholder(str)
     config.inception_path = config_dict.placeholder(str)
     return config

@@ -18,6 +18,7 @@ from unittest import mock
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
 import train
@@ -425,10 +426,18 @@ class OwnImagesTest(tu.TestCase):
         grid = tf.io.decode_png(tf.io.read_file(os.path.join(workdir, "samples", "epoch_0002.png")))
         self.assertEqual(grid.shape[-1], 1)
 
+    def test_a_tfds_dataset_under_tfds_mock_data(self):
+        with tfds.testing.mock_data(num_examples=12):
+            status, out, err, workdir = self.train("--config.data=tfds:fashion_mnist:test", "--config.image_size=32")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(out, r"Images: 12 from tfds:fashion_mnist:test at 32x32x1, 10 classes; prepared into ")
+        self.assertEqual(_read_json(os.path.join(workdir, "summary.json"))["steps"], 20)
+
     @parameterized.parameters(
         (
             [],
-            r"config.data must name your images: a folder \(searched recursively\) or a .zip of one; received data=None",
+            r"config.data must name your images: a folder \(searched recursively\), a .zip of one, or "
+            r"tfds:NAME\[:SPLIT\]; received data=None",
         ),
         (["--config.data=/nonexistent/photos"], r"config.data='/nonexistent/photos' does not exist"),
         (["--config.data={empty}"], r"config.data='.*empty' holds no image file"),
@@ -438,6 +447,12 @@ class OwnImagesTest(tu.TestCase):
             ["--config.data={folder}", "--config.image_size=36"],
             r"network 'sngan_cnn' builds images whose side is a multiple of 8; received image_size=36 \(e.g. --config.image_size=32\)",
         ),
+        (
+            ["--config.data=tfds:mnist", "--config.data_dir={empty}"],
+            r"config.data='tfds:mnist' is not prepared in data_dir=.*empty \(TFDS looked in .*empty/mnist/.*\): run "
+            r"`tfds build mnist --data_dir=DIR`",
+        ),
+        (["--config.data=tfds:no_such_dataset"], r"TFDS knows no dataset 'no_such_dataset'"),
         (["--config.data={folder}", "--config.channels=2"], r"config.channels must be 1 \(gray\), 3 \(RGB\) or None"),
     )
     def test_bad_input_is_one_line_exit_2_and_nothing_written(self, args, message):

@@ -5,6 +5,7 @@ import shutil
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_datasets as tfds
 from PIL import Image  # matplotlib's dependency, in the test extra: BMP, GIF and WebP writers
 
 from tests import testing_utils as tu
@@ -158,6 +159,30 @@ class PrepareTest(tu.TestCase):
         ):
             image_files.prepare(folder, 8, self.cache)
         self.assertFalse(os.path.exists(os.path.join(self.cache, "images")))
+
+
+class TfdsSourceTest(tu.TestCase):
+    def test_a_tfds_dataset_is_prepared_with_its_class_labels(self):
+        cache = self.get_temp_dir()
+        with tfds.testing.mock_data(num_examples=10):
+            prepared = image_files.prepare("tfds:mnist", 16, cache)
+            self.assertEqual(prepared.images.shape, (10, 16, 16, 1))
+            self.assertEqual((prepared.labels.shape, prepared.class_names), ((10,), [str(d) for d in range(10)]))
+            self.assertTrue(image_files.prepare("tfds:mnist", 16, cache).reused)
+            test_split = image_files.prepare("tfds:mnist:test", 16, cache)
+            self.assertNotEqual(test_split.cache_path, prepared.cache_path)  # the split is part of the key
+        self.assertTrue(image_files.is_tfds("tfds:mnist") and not image_files.is_tfds("photos"))
+
+    def test_unknown_unprepared_and_imageless_datasets_are_one_line(self):
+        empty = self.get_temp_dir()
+        for spec, data_dir, message in (
+            ("tfds:no_such_dataset", None, r"TFDS knows no dataset 'no_such_dataset'"),
+            ("tfds:mnist", empty, r"is not prepared in data_dir=.*\(TFDS looked in .*mnist.*\): run `tfds build mnist"),
+            ("tfds:glue/cola", None, r"TFDS dataset 'glue/cola' has no image feature"),
+        ):
+            with self.assertRaisesRegex(image_files.ImageSourceError, message) as info:
+                image_files.prepare(spec, 16, self.get_temp_dir(), data_dir=data_dir)
+            self.assertNotIn("\n", str(info.exception))
 
 
 class Uint8PipelineTest(tu.TestCase):

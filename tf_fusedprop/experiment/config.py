@@ -279,7 +279,8 @@ def _channels(key, value):
 def _data(key, value):
     _check(
         isinstance(value, str) and bool(value),
-        f"config.{key} must name your images: a folder (searched recursively) or a .zip of one; received {key}={value!r}.",
+        f"config.{key} must name your images: a folder (searched recursively), a .zip of one, or tfds:NAME[:SPLIT]; "
+        f"received {key}={value!r}.",
     )
 
 

@@ -267,14 +267,15 @@ GRID25 = _mixture("grid25", data.grid25)
 
 
 def _user_images(config):
-    """The `image_files.Prepared` images of `config.data` at `config.image_size` (decoded once,
-    into the user cache; memoized in this process).
+    """The `image_files.Prepared` images of `config.data` (a folder, a zip or `tfds:NAME[:SPLIT]`
+    in `config.data_dir`) at `config.image_size` (decoded once, into the user cache; memoized in
+    this process).
 
     Raises:
       image_files.ImageSourceError: no decodable image, or fewer than one batch.
     """
     cache_dir = config.cache_dir or downloads.user_cache_dir()
-    prepared = _prepare_user_images(config.data, config.image_size, cache_dir, config.channels)
+    prepared = _prepare_user_images(config.data, config.image_size, cache_dir, config.channels, config.data_dir)
     if len(prepared.images) < config.batch_size:
         raise image_files.ImageSourceError(
             f"config.data={config.data!r} holds {len(prepared.images)} decodable images, fewer than one batch "
@@ -284,8 +285,8 @@ def _user_images(config):
 
 
 @functools.lru_cache(maxsize=4)
-def _prepare_user_images(path, image_size, cache_dir, channels):
-    prepared = image_files.prepare(path, image_size, cache_dir, channels=channels, log=print)
+def _prepare_user_images(path, image_size, cache_dir, channels, data_dir):
+    prepared = image_files.prepare(path, image_size, cache_dir, channels=channels, data_dir=data_dir, log=print)
     print(prepared.describe(path), flush=True)
     return prepared
 
@@ -304,7 +305,7 @@ def _user_images_sample(config, n):
 
 IMAGES = DatasetSpec(
     name="images",
-    fields=("data", "image_size", "channels", "mirror", "inception_path", "eval_real_samples"),
+    fields=("data", "image_size", "channels", "mirror", "data_dir", "inception_path", "eval_real_samples"),
     image=True,
     sample_shape=lambda config: _user_images(config).images.shape[1:],
     pipeline=_user_images_pipeline,

@@ -139,7 +139,13 @@ def _decode(raw, image_size):
     """
     if not _looks_like_an_image(raw):
         raise ValueError("not a PNG, JPEG, GIF, BMP or WebP file")
-    image = tf.io.decode_image(raw, expand_animations=False)  # GIF: its first frame
+    return _square(tf.io.decode_image(raw, expand_animations=False), image_size)  # GIF: its first frame
+
+
+def _square(image, image_size):
+    """A decoded image `[h, w, c]` -> float32 `[image_size, image_size, 1 or 3]` in [0, 255]:
+    alpha dropped, centre-cropped to a square, resized (bicubic) with antialiasing."""
+    image = tf.convert_to_tensor(image)
     channels = image.shape[-1]
     image = image[..., :1] if channels in (1, 2) else image[..., :3]
     height, width = image.shape[0], image.shape[1]
@@ -178,25 +184,29 @@ class Prepared:
         return f"Images: {n} from {source_path} at {size}x{size}x{channels}{classes}{skipped}; {how} {self.cache_path}."
 
 
-def prepare(path, image_size, cache_dir, channels=None, log=None):
-    """The images of a folder or zip, decoded once into `cache_dir/images/` (see the module docstring).
+def prepare(path, image_size, cache_dir, channels=None, data_dir=None, log=None):
+    """The images of a folder, a zip or a TFDS dataset, decoded once into `cache_dir/images/`
+    (see the module docstring).
 
     Args:
-      path: a folder of images (searched recursively) or a `.zip` of one.
+      path: a folder of images (searched recursively), a `.zip` of one, or `tfds:NAME[:SPLIT]`
+        (a prepared TFDS dataset with an image feature; split "train" by default).
       image_size: the side of the square images.
       cache_dir: the user cache (`downloads.user_cache_dir()`).
       channels: 1 or 3, or None: from the data.
+      data_dir: TFDS's data directory for a `tfds:` source (None: TFDS's default).
       log: called with progress lines while the cache is made (e.g. `print`); None: silent.
 
     Returns:
       A `Prepared`. `labels` hold the first-level subfolder of each image when every image lies
-      in one, else None.
+      in one (a TFDS dataset: its `label` feature), else None.
 
     Raises:
-      ImageSourceError: the source has no image (`open_source`), or none of its files decodes.
+      ImageSourceError: the source has no image, none of its files decodes, or (TFDS) the
+        name is unknown or not prepared in `data_dir`.
     """
-    source = open_source(path)
-    key = f"{source.fingerprint}_{image_size}px_{channels or 'auto'}c_v{VERSION}"
+    reader = _TfdsReader(path, data_dir) if is_tfds(path) else _FilesReader(path)
+    key = f"{reader.fingerprint}_{image_size}px_{channels or 'auto'}c_v{VERSION}"
     cache_path = os.path.join(cache_dir, "images", f"{key}.npz")
     if os.path.exists(cache_path):
         with np.load(cache_path) as stored:
@@ -209,19 +219,9 @@ def prepare(path, image_size, cache_dir, channels=None, log=None):
                 cache_path,
                 True,
             )
-    images, members, skipped = _decode_all(source, image_size, log)
-    if not images:
-        raise ImageSourceError(
-            f"none of the {len(source.members)} image files in config.data={path!r} decodes (the first: "
-            f"{skipped[0]}): TensorFlow reads PNG, JPEG, BMP, GIF and WebP."
-        )
+    images, labels, class_names, skipped = reader.read(image_size, log)
     wanted = channels or (1 if all(image.shape[-1] == 1 for image in images) else 3)
     stacked = np.stack([_channels(image, wanted) for image in images])
-    class_names = source.class_names()
-    labels = None
-    if class_names:
-        index = {name: i for i, name in enumerate(class_names)}
-        labels = np.array([index[member.split("/", 1)[0]] for member in members], np.int32)
     prepared = Prepared(np.round(stacked).astype(np.uint8), labels, class_names, skipped, cache_path, False)
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
 
@@ -239,6 +239,11 @@ def prepare(path, image_size, cache_dir, channels=None, log=None):
     return prepared
 
 
+def is_tfds(path):
+    """Whether `config.data` names a TFDS dataset (`tfds:NAME[:SPLIT]`)."""
+    return isinstance(path, str) and path.startswith("tfds:")
+
+
 def _channels(image, channels):
     if image.shape[-1] == channels:
         return image
@@ -247,23 +252,108 @@ def _channels(image, channels):
     return np.sum(image * np.array([0.299, 0.587, 0.114], np.float32), axis=-1, keepdims=True)  # ITU-R 601 luma
 
 
-def _decode_all(source, image_size, log):
-    """`(images, their members, skipped members)`, with a progress line every few seconds."""
-    images, members, skipped = [], [], []
-    start = last = time.monotonic()
-    archive = zipfile.ZipFile(source.path) if source.is_zip else None
-    try:
-        for count, member in enumerate(source.members, 1):
-            try:
-                images.append(_decode(source.read(member, archive), image_size))
-                members.append(member)
-            except (tf.errors.InvalidArgumentError, ValueError, zipfile.BadZipFile, OSError):
-                skipped.append(os.path.join(source.path, member))
-            now = time.monotonic()
-            if log and (now - last > 5 or count == len(source.members)) and now - start > 1:
-                log(f"Preparing {source.path} at {image_size} px: {count}/{len(source.members)} files decoded ...")
-                last = now
-    finally:
-        if archive is not None:
-            archive.close()
-    return images, members, skipped
+class _Progress:
+    """A progress line every few seconds while a source is decoded (none for one under a second)."""
+
+    def __init__(self, what, total, log):
+        self.what, self.total, self.log = what, total, log
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, count):
+        now = time.monotonic()
+        if self.log and (now - self.last > 5 or count == self.total) and now - self.start > 1:
+            self.log(f"Preparing {self.what}: {count}/{self.total or '?'} images decoded ...")
+            self.last = now
+
+
+class _FilesReader:
+    """A folder or zip: `fingerprint`, and `read(image_size, log)` -> `(images, labels,
+    class_names, skipped paths)`."""
+
+    def __init__(self, path):
+        self.source = open_source(path)
+        self.fingerprint = self.source.fingerprint
+
+    def read(self, image_size, log):
+        source = self.source
+        images, members, skipped = [], [], []
+        progress = _Progress(f"{source.path} at {image_size} px", len(source.members), log)
+        archive = zipfile.ZipFile(source.path) if source.is_zip else None
+        try:
+            for count, member in enumerate(source.members, 1):
+                try:
+                    images.append(_decode(source.read(member, archive), image_size))
+                    members.append(member)
+                except (tf.errors.InvalidArgumentError, ValueError, zipfile.BadZipFile, OSError):
+                    skipped.append(os.path.join(source.path, member))
+                progress(count)
+        finally:
+            if archive is not None:
+                archive.close()
+        if not images:
+            raise ImageSourceError(
+                f"none of the {len(source.members)} image files in config.data={source.path!r} decodes (the first: "
+                f"{skipped[0]}): TensorFlow reads PNG, JPEG, BMP, GIF and WebP."
+            )
+        class_names, labels = source.class_names(), None
+        if class_names:
+            index = {name: i for i, name in enumerate(class_names)}
+            labels = np.array([index[member.split("/", 1)[0]] for member in members], np.int32)
+        return images, labels, class_names, skipped
+
+
+class _TfdsReader:
+    """A prepared TFDS dataset `tfds:NAME[:SPLIT]` with an image feature (its first), labels
+    from its `label` feature when that is a class label; as `_FilesReader`."""
+
+    def __init__(self, spec, data_dir):
+        import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
+
+        self.spec, self.data_dir = spec, data_dir
+        name, _, split = spec[len("tfds:") :].partition(":")
+        self.name, self.split = name, split or "train"
+        where = data_dir if data_dir is not None else f"None (TFDS's default, {tfds.core.constants.DATA_DIR})"
+        try:
+            self.builder = tfds.builder(self.name, data_dir=data_dir)
+        except tfds.core.registered.DatasetNotFoundError:
+            raise ImageSourceError(
+                f"config.data={spec!r}: TFDS knows no dataset {self.name!r} (see `tfds.list_builders()` or the TFDS "
+                "catalog)."
+            ) from None
+        except Exception as err:  # a malformed name, a broken data_dir
+            raise ImageSourceError(f"config.data={spec!r}: {' '.join(str(err).split())[:200]}") from None
+        self.unprepared = (
+            f"config.data={spec!r} is not prepared in data_dir={where} (TFDS looked in {self.builder.data_dir}): "
+            f"run `tfds build {self.name} --data_dir=DIR` where the internet is reachable, copy DIR here and pass "
+            "--config.data_dir=DIR."
+        )
+        features = self.builder.info.features
+        image_keys = [key for key, feature in features.items() if isinstance(feature, tfds.features.Image)]
+        if not image_keys:
+            raise ImageSourceError(f"config.data={spec!r}: TFDS dataset {self.name!r} has no image feature.")
+        self.image_key = image_keys[0]
+        label = features["label"] if "label" in features.keys() else None
+        self.class_names = list(label.names) if isinstance(label, tfds.features.ClassLabel) else None
+        version = self.builder.info.version
+        self.fingerprint = hashlib.sha1(
+            repr(("tfds", self.name, str(version), self.split, data_dir)).encode()
+        ).hexdigest()[:16]
+
+    def read(self, image_size, log):
+        try:
+            ds = self.builder.as_dataset(split=self.split, shuffle_files=False)
+        except AssertionError:  # TFDS's word for "no prepared files there"
+            raise ImageSourceError(self.unprepared) from None
+        except Exception as err:  # an unknown split
+            raise ImageSourceError(f"config.data={self.spec!r}: {' '.join(str(err).split())[:200]}") from None
+        images, labels = [], []
+        total = self.builder.info.splits[self.split].num_examples if self.split in self.builder.info.splits else None
+        progress = _Progress(f"{self.spec} at {image_size} px", total, log)
+        for count, example in enumerate(ds.as_numpy_iterator(), 1):
+            images.append(_square(example[self.image_key], image_size))
+            if self.class_names:
+                labels.append(int(example["label"]))
+            progress(count)
+        if not images:
+            raise ImageSourceError(f"config.data={self.spec!r}: split {self.split!r} holds no example.")
+        return images, np.array(labels, np.int32) if self.class_names else None, self.class_names, []

@@ -21,6 +21,7 @@ A finished (or interrupted) run's samples and metrics, from its last checkpoint 
 generator when it has one), without training:
 
     python train.py --mode=sample --workdir=DIR [--num=1000]   # DIR/samples-1000.npz and .png
+    python train.py --mode=sample --workdir=DIR --class=cats   # a conditional run's class (classes.json)
     python train.py --mode=evaluate --workdir=DIR [--num=N]    # prints the metrics; DIR/evaluation.json
 
 `--mode=evaluate` scores the run's `eval_samples` generated samples, or `--num`; a run trained
@@ -135,6 +136,12 @@ def _define_flags(argv):
         lower_bound=1,
         flag_values=flag_values,
     )
+    flags.DEFINE_string(
+        "class",
+        None,
+        "--mode=sample of a conditional run: samples of this class only (a name of its classes.json, or a label)",
+        flag_values=flag_values,
+    )
     return flag_values, config
 
 
@@ -194,7 +201,7 @@ def _describe_flag_error(err, argv):
             f"{', '.join(_config_files())}."
         )
     if isinstance(err, flags.UnrecognizedFlagError):
-        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy, --cpu_devices, --mode and --num (see --help)."
+        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy, --cpu_devices, --mode, --num and --class (see --help)."
     variant = _config_variant(argv)
     if variant is not None and "get_config() takes 0 positional arguments" in str(err):
         path, name = variant
@@ -260,9 +267,10 @@ def _use_run(flag_values):
     if not flag_values.workdir:
         raise ConfigError(f"--mode={flag_values.mode} needs the --workdir=DIR of a run of train.py.")
     if flag_values.mode == "sample":
-        num = flag_values.num or 1000
-        npz, png, run = inference.sample(flag_values.workdir, num)
-        print(f"Wrote {num} samples ({_source(run)}) to {npz} and a grid to {png}.", flush=True)
+        num, class_name = flag_values.num or 1000, flag_values["class"].value
+        npz, png, run = inference.sample(flag_values.workdir, num, class_name)
+        of_class = "" if class_name is None else f" of class {class_name!r}"
+        print(f"Wrote {num} samples{of_class} ({_source(run)}) to {npz} and a grid to {png}.", flush=True)
     else:
         _, line, run = inference.evaluate(flag_values.workdir, flag_values.num)
         print(f"{line} ({_source(run)}); written to {os.path.join(flag_values.workdir, 'evaluation.json')}", flush=True)

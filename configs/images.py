@@ -25,7 +25,9 @@ def get_config(variant=""):
     and an EMA generator (decay 0.999) for samples, evaluation and export, as measured best on
     digits; 64 px. `data` (required; `tfds:NAME[:SPLIT]` reads a TFDS dataset prepared in
     `data_dir`, its first image feature, split train by default), `channels` (1, 3, or None:
-    gray when every image is gray, else RGB), `mirror` (random x-flips). Evaluation: FID/IS of 5,000 samples against up to
+    gray when every image is gray, else RGB), `mirror` (random x-flips), `conditional` (a
+    class-conditional GAN, its classes the first level of subfolders or the TFDS `label`
+    feature: `num_classes` is set from them and the names go to the workdir's `classes.json`). Evaluation: FID/IS of 5,000 samples against up to
     10,000 of your images every 5 epochs of 1,000 updates, when `inception_path` is set.
     """
     config = base.get_base_config()
@@ -35,6 +37,7 @@ def get_config(variant=""):
     config.image_size = 64
     config.channels = config_dict.placeholder(int)
     config.mirror = False
+    config.conditional = False
     config.network = "sngan_cnn"
     config.generator.width = 512
     config.discriminator.width = 64

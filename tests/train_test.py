@@ -426,6 +426,31 @@ class OwnImagesTest(tu.TestCase):
         grid = tf.io.decode_png(tf.io.read_file(os.path.join(workdir, "samples", "epoch_0002.png")))
         self.assertEqual(grid.shape[-1], 1)
 
+    def test_conditional_from_subfolders_samples_a_class_by_name_and_serves_with_labels(self):
+        status, out, err, workdir = self.train(
+            f"--config.data={self.folder}", "--config.image_size=32", "--config.conditional=True"
+        )
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(_read_json(os.path.join(workdir, "classes.json")), ["one", "zero"])
+        self.assertEqual(_read_json(os.path.join(workdir, "config.json"))["num_classes"], 2)
+        status, out, err = run_cli("--mode=sample", f"--workdir={workdir}", "--class=zero", "--num=6")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(out, r"Wrote 6 samples of class 'zero' \(the EMA generator at epoch 2, step 20\) to ")
+        with np.load(os.path.join(workdir, "samples-6-zero.npz")) as arrays:
+            self.assertAllEqual(arrays["labels"], [1] * 6)
+            self.assertEqual(arrays["samples"].shape, (6, 32, 32, 3))
+        status, _, err = run_cli("--mode=sample", f"--workdir={workdir}", "--class=two")
+        self.assertEqual(
+            (status, err), (2, f"error: the run in {workdir} has no class 'two'; its classes: one, zero.\n")
+        )
+        serve = (
+            "import sys, tensorflow as tf; g = tf.saved_model.load(sys.argv[1]); "
+            "print(tuple(g.serve(tf.random.normal([3, 128]), tf.constant([0, 1, 1])).shape))"
+        )
+        result = _python("-c", serve, os.path.join(workdir, "generator"), cwd=self.get_temp_dir())
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertEqual(result.stdout.strip().splitlines()[-1], "(3, 32, 32, 3)")
+
     def test_a_tfds_dataset_under_tfds_mock_data(self):
         with tfds.testing.mock_data(num_examples=12):
             status, out, err, workdir = self.train("--config.data=tfds:fashion_mnist:test", "--config.image_size=32")
@@ -453,6 +478,11 @@ class OwnImagesTest(tu.TestCase):
             r"`tfds build mnist --data_dir=DIR`",
         ),
         (["--config.data=tfds:no_such_dataset"], r"TFDS knows no dataset 'no_such_dataset'"),
+        (
+            ["--config.data={flat}", "--config.conditional=True"],
+            r"config.conditional=True takes the classes from the first level of subfolders .* has images at its "
+            r"top level",
+        ),
         (["--config.data={folder}", "--config.channels=2"], r"config.channels must be 1 \(gray\), 3 \(RGB\) or None"),
     )
     def test_bad_input_is_one_line_exit_2_and_nothing_written(self, args, message):
@@ -461,7 +491,8 @@ class OwnImagesTest(tu.TestCase):
         os.makedirs(broken)
         with open(os.path.join(broken, "x.png"), "wb") as f:
             f.write(b"not a png")
-        args = [arg.format(empty=empty, broken=broken, folder=self.folder) for arg in args]
+        flat = tu.image_folder(os.path.join(self.get_temp_dir(), "flat"), count=4)
+        args = [arg.format(empty=empty, broken=broken, folder=self.folder, flat=flat) for arg in args]
         status, out, err, workdir = self.train(*args)
         self.assertEqual(status, 2)
         self.assertEqual(err.count("\n"), 1, err)

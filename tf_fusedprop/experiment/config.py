@@ -289,6 +289,7 @@ DATASET_FIELDS = {
     "data": _data,
     "channels": _channels,
     "mirror": _bool,
+    "conditional": _bool,
     "image_size": _image_size,
     "data_dir": None,
     "inception_path": None,
@@ -326,7 +327,8 @@ def _image_size_fits_network(config):
 def _classes_fit_dataset(config):
     if config.num_classes is None:
         return
-    classes = datasets.get(config.dataset).classes
+    names = datasets.class_names(config)
+    classes = None if names is None else len(names)
     _check(
         classes is not None and config.num_classes == classes,
         f"config.num_classes (a conditional GAN) must be the classes of dataset {config.dataset!r}"

@@ -35,6 +35,8 @@ __all__ = [
     "DatasetSpec",
     "NetworkInputs",
     "Prepared",
+    "class_names",
+    "completed",
     "get",
     "grid_inputs",
     "names",
@@ -59,9 +61,11 @@ class DatasetSpec:
         print (or None).
       render: `config -> render`, the sample-grid renderer of `callbacks.SampleGrid`.
       classes: the number of classes of its labels (a conditional GAN's `num_classes`), or
-        None for unlabelled data.
+        None for unlabelled data (or for data whose classes depend on the config: `class_names`).
       eval_samples: the generated samples its evaluation takes by default (the shipped
         configs'; `--mode=evaluate` of a run trained with `eval_samples=0` uses it).
+      class_names: `config -> [name, ...] or None`, the classes of data that the config names
+        (a user's class subfolders); None: `classes` numbered from 0.
     """
 
     name: str
@@ -73,6 +77,7 @@ class DatasetSpec:
     render: Callable
     classes: int = None
     eval_samples: int = 1000
+    class_names: Callable = None
 
 
 def _evaluation_latents(config):
@@ -292,8 +297,9 @@ def _prepare_user_images(path, image_size, cache_dir, channels, data_dir):
 
 
 def _user_images_pipeline(config, seed):
-    images = _user_images(config).images
-    return data.uint8_images(images, config.batch_size, seed=seed, mirror=config.mirror)
+    prepared = _user_images(config)
+    labels = prepared.labels if _labelled(config) else None
+    return data.uint8_images(prepared.images, config.batch_size, seed=seed, mirror=config.mirror, labels=labels)
 
 
 def _user_images_sample(config, n):
@@ -305,7 +311,16 @@ def _user_images_sample(config, n):
 
 IMAGES = DatasetSpec(
     name="images",
-    fields=("data", "image_size", "channels", "mirror", "data_dir", "inception_path", "eval_real_samples"),
+    fields=(
+        "data",
+        "image_size",
+        "channels",
+        "mirror",
+        "conditional",
+        "data_dir",
+        "inception_path",
+        "eval_real_samples",
+    ),
     image=True,
     sample_shape=lambda config: _user_images(config).images.shape[1:],
     pipeline=_user_images_pipeline,
@@ -316,11 +331,42 @@ IMAGES = DatasetSpec(
     ),
     render=_image_grid,
     eval_samples=5_000,
+    class_names=lambda config: _user_images(config).class_names,
 )
 
 _REGISTRY = {
     spec.name: spec for spec in sorted((DIGITS, MNIST5K, CIFAR10, IMAGES, RING8, GRID25), key=lambda spec: spec.name)
 }
+
+
+def class_names(config):
+    """The names of the classes of `config`'s data (`DatasetSpec.class_names`, else its
+    `classes` numbered "0", "1", ...), or None for unlabelled data."""
+    spec = get(config.dataset)
+    if spec.class_names is not None:
+        return spec.class_names(config)
+    return None if spec.classes is None else [str(i) for i in range(spec.classes)]
+
+
+def completed(config):
+    """`config` with what its data decide filled in: with `conditional` set (a user's images),
+    `num_classes` from the data's classes. Other configs are returned as they are.
+
+    Raises:
+      image_files.ImageSourceError: `conditional` on data without classes.
+    """
+    if not config.get("conditional") or config.num_classes is not None:
+        return config
+    names = class_names(config)
+    if not names:
+        raise image_files.ImageSourceError(
+            f"config.conditional=True takes the classes from the first level of subfolders (or a TFDS label "
+            f"feature); config.data={config.data!r} has images at its top level: put each class in its own "
+            "folder, or set --config.conditional=False."
+        )
+    config = config.copy_and_resolve_references()
+    config.num_classes = len(names)
+    return config
 
 
 def names():

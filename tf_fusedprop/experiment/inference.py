@@ -54,19 +54,43 @@ def restore(workdir):
     return Restored(config, gan, checkpoint.metadata())
 
 
-def sample(workdir, num=1000):
+def class_label(workdir, config, name):
+    """The label of class `name` of the conditional run in `workdir`: a name of its
+    `classes.json`, or a label number.
+
+    Raises:
+      ConfigError: the run is not conditional, or knows no such class.
+    """
+    if config.num_classes is None:
+        raise ConfigError(f"--class needs a conditional run; the run in {workdir} is not (its num_classes is None).")
+    path = os.path.join(workdir, "classes.json")
+    names = files.read_json(path) if os.path.exists(path) else [str(i) for i in range(config.num_classes)]
+    if name in names:
+        return names.index(name)
+    raise ConfigError(f"the run in {workdir} has no class {name!r}; its classes: {', '.join(names)}.")
+
+
+def sample(workdir, num=1000, class_name=None):
     """Writes `num` samples of the run in `workdir` to `samples-<num>.npz` (`samples`, `latents`,
-    and `labels` for a conditional GAN) and a grid of (at most 100 of) them to `samples-<num>.png`.
+    and `labels` for a conditional GAN) and a grid of (at most 100 of) them to `samples-<num>.png`;
+    with `class_name` (a conditional run), all of that class, to `samples-<num>-<class>.npz/.png`.
 
     Returns:
       `(npz path, png path, restored run)`.
+
+    Raises:
+      ConfigError: as `restore` and `class_label`.
     """
     run = restore(workdir)
     config = run.config
     latents = evaluators.latents(config.seed, SAMPLES, num, config.latent_dim)
     labels = None if config.num_classes is None else evaluators.class_labels(num, config.num_classes)
+    suffix = ""
+    if class_name is not None:
+        labels = np.full([num], class_label(workdir, config, class_name), np.int32)
+        suffix = "-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in class_name)
     samples = evaluators.generate(run.gan.sampling_generator, latents, labels)
-    npz = os.path.join(workdir, f"samples-{num}.npz")
+    npz = os.path.join(workdir, f"samples-{num}{suffix}.npz")
     arrays = {"samples": samples, "latents": latents, **({} if labels is None else {"labels": labels})}
 
     def write(tmp):
@@ -74,7 +98,7 @@ def sample(workdir, num=1000):
             np.savez(f, **arrays)
 
     files.atomic_write(npz, write)
-    png = os.path.join(workdir, f"samples-{num}.png")
+    png = os.path.join(workdir, f"samples-{num}{suffix}.png")
     shown = samples if samples.ndim == 2 else samples[:100]  # a scatter plot shows them all
     images.write_png(png, datasets.prepare(config, evaluate=False).render(shown))
     return npz, png, run

@@ -16,6 +16,7 @@ if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 | `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
 | `generator/` | G as a SavedModel: `generator = tf.saved_model.load(path)`, then `generator.serve(z)` |
 | `summary.json` | steps, steps/s, final metrics, metrics per evaluation (`history`), config, paths |
+| `classes.json` | a conditional GAN's class names, by label (`--mode=sample --class=NAME`) |
 | `weight_gradients.json` | the convolutions' weight-gradient formulations timed on this machine (`conv_weight_gradients`), kept for a resume |
 
 The summary (`train`'s result): `steps` (G updates in total), `d_steps`, `epochs`,
@@ -117,6 +118,10 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     if overridden is not None and "steps_per_execution" not in overridden:
         config, fitted = fit_steps_per_execution(config)
     validate(config)
+    completed = datasets.completed(config)  # a user's conditional images: num_classes from the data
+    if completed is not config:
+        config = completed
+        validate(config)
     distribution.check_run(config, workdir, strategy)
     run = fp_workdir.find(config, workdir, runs_root)
     if run.summary is not None:
@@ -127,6 +132,8 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
     with distribution.output_dir(run.path, strategy) as out, _kept_weight_gradients(out):
         rates_changed = run.start(out, checkpoint.metadata())
+        if config.num_classes is not None:
+            files.write_json(os.path.join(out, "classes.json"), datasets.class_names(config))
         evaluator, note = data.make_evaluator(run.cache_dir)
         gan, precision, initial_epoch = _build(config, data, strategy, checkpoint)
         # Other workers run the chief's callbacks (the same variable reads), writing under `out`.

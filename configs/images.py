@@ -20,8 +20,8 @@ from configs import base
 def get_config(variant=""):
     """`variant`: the training form (default fused; alternating is the baseline).
 
-    SNGAN's CNN (G 512, D 64, D spectrally normalized; its three up-sampling blocks start from
-    `image_size / 8`), nonsaturating loss, batch 64, z of 128, Adam 2e-4 (beta1 0, beta2 0.999)
+    SNGAN's CNN (G 512, D 64, D spectrally normalized; one up/down-sampling block per octave
+    between the image and 4 px: 3 at 32 px, 4 at 64, 5 at 128, 6 at 256; 48 px starts from 6), nonsaturating loss, batch 64, z of 128, Adam 2e-4 (beta1 0, beta2 0.999)
     and an EMA generator (decay 0.999) for samples, evaluation and export, as measured best on
     digits; 64 px. `data` (required; `tfds:NAME[:SPLIT]` reads a TFDS dataset prepared in
     `data_dir`, its first image feature, split train by default), `channels` (1, 3, or None:

@@ -58,6 +58,41 @@ class ShapesTest(tu.TestCase):
         self.assertTrue(np.all(np.abs(images) <= 1))
         self.assertEqual(discriminator(images, training=False).shape, (2, 1))
 
+    def test_at_32_px_the_networks_are_sngans_and_their_parameter_counts_unchanged(self):
+        self.assertEqual(networks.sngan.bottom_of(32), 4)
+        # Counted before the networks followed the resolution (spectral norm's u vectors included).
+        counts = [make().count_params() for make in networks.get("sngan_cnn") + networks.get("sngan_resnet")]
+        self.assertEqual(counts, [3_815_299, 2_937_282, 4_280_323, 1_055_106])
+        self.assertEqual(networks.cnn_generator(image_size=32).count_params(), 3_815_299)
+
+    @parameterized.parameters((48, 6, 3), (64, 4, 4), (128, 4, 5), (256, 4, 6))
+    def test_one_block_per_octave(self, size, bottom, blocks):
+        self.assertEqual((networks.sngan.bottom_of(size), networks.sngan.octaves(size, bottom)), (bottom, blocks))
+        for make_g, make_d in (
+            (networks.cnn_generator, networks.cnn_discriminator),
+            (networks.resnet_generator, networks.resnet_discriminator),
+        ):
+            g = make_g(latent_dim=8, width=16, channels=1, bottom=bottom, image_size=size)
+            d = make_d(input_shape=(size, size, 1), width=4, bottom=bottom)
+            images = g(tf.random.normal([2, 8]), training=False)
+            self.assertEqual(images.shape, (2, size, size, 1))
+            self.assertEqual(d(images, training=False).shape, (2, 1))
+            sides = lambda model: sorted(
+                {layer.output.shape[1] for layer in model.layers if len(layer.output.shape) == 4}
+            )
+            self.assertEqual(sides(g), [bottom * 2**k for k in range(blocks + 1)], make_g.__name__)
+            # D: down to bottom (CNN), or to twice bottom and two blocks more (ResNet, as SNGAN's 8x8 at 32 px)
+            lowest = bottom if make_d is networks.cnn_discriminator else 2 * bottom
+            self.assertEqual(sides(d)[0], lowest, make_d.__name__)
+            self.assertEqual(sides(d)[-1], size, make_d.__name__)
+        check_discriminator(networks.cnn_discriminator(input_shape=(size, size, 1), width=4, bottom=bottom), "inverse")
+
+    def test_an_image_side_not_bottom_times_a_power_of_two_is_refused(self):
+        with self.assertRaisesRegex(ValueError, r"bottom \* 2\*\*k \(k >= 1\). Received: image_size=40, bottom=6"):
+            networks.cnn_generator(bottom=6, image_size=40)
+        with self.assertRaisesRegex(ValueError, r"Received: image_size=40, bottom=6"):
+            networks.cnn_discriminator(input_shape=(40, 40, 3), bottom=6)
+
     @parameterized.parameters(*NAMES)
     def test_tiny_shapes_ranges_and_names(self, name):
         generator, discriminator = tiny_pair(name)

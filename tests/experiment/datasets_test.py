@@ -133,9 +133,12 @@ class NetworkInputsTest(tu.TestCase):
     @parameterized.parameters(
         ("digits", ({"image_size": 16, "channels": 1}, {"image_size": 16, "channels": 1})),
         ("ring8", ({"output_dim": 2}, {"input_dim": 2})),
-        ("mnist", ({"channels": 1, "bottom": 4}, {"input_shape": (32, 32, 1)})),
-        ("cifar10_cnn_ns", ({"channels": 3, "bottom": 4}, {"input_shape": (32, 32, 3)})),
-        ("cifar10_resnet_ns", ({"channels": 3, "bottom": 4}, {"input_shape": (32, 32, 3)})),
+        ("mnist", ({"channels": 1, "bottom": 4, "image_size": 32}, {"input_shape": (32, 32, 1), "bottom": 4})),
+        ("cifar10_cnn_ns", ({"channels": 3, "bottom": 4, "image_size": 32}, {"input_shape": (32, 32, 3), "bottom": 4})),
+        (
+            "cifar10_resnet_ns",
+            ({"channels": 3, "bottom": 4, "image_size": 32}, {"input_shape": (32, 32, 3), "bottom": 4}),
+        ),
     )
     def test_the_data_fix_the_builders_shape_arguments(self, name, expected):
         self.assertEqual(datasets.network_inputs(tu.tiny_config(name)), expected)

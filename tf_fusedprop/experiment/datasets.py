@@ -29,6 +29,7 @@ import numpy as np
 
 from tf_fusedprop import _checks
 from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, images
+from tf_fusedprop.networks.sngan import bottom_of
 
 __all__ = [
     "NETWORK_INPUTS",
@@ -403,7 +404,12 @@ def _digits_kwargs(shape):
 
 
 def _sngan_kwargs(shape):
-    return {"channels": shape[-1], "bottom": shape[0] // 8}, {"input_shape": tuple(shape)}
+    """One up/down-sampling block per octave between the image and 4 px (6 at 48 px)."""
+    bottom = bottom_of(shape[0])
+    return {"channels": shape[-1], "bottom": bottom, "image_size": shape[0]}, {
+        "input_shape": tuple(shape),
+        "bottom": bottom,
+    }
 
 
 #: Per network name of `tf_fusedprop.networks`: how the data enter its builders.

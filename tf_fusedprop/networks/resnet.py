@@ -1,4 +1,4 @@
-"""The ResNet generator and discriminator of SNGAN for 32x32 images.
+"""The ResNet generator and discriminator of SNGAN for 32x32 images, and per octave beyond.
 
 Follows Miyato et al., "Spectral Normalization for Generative Adversarial Networks" (ICLR 2018),
 Table 4 (a) and (c) and its Chainer code (`sngan_projection`, `snresnet_32`), the "ResNet" rows
@@ -11,6 +11,7 @@ import keras
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop.networks.conditional import batch_norm, labels_input, output_logits
 from tf_fusedprop.networks.dtypes import variable_dtype
+from tf_fusedprop.networks.sngan import octaves
 
 __all__ = ["GlobalSumPooling2D", "resnet_generator", "resnet_discriminator"]
 
@@ -63,31 +64,32 @@ def _dis_block(x, filters, spectral_norm, dtype, first=False, downsample=True):
     return keras.layers.Add(dtype=dtype)([h, shortcut])
 
 
-def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None, num_classes=None):
+def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None, num_classes=None, image_size=None):
     """SNGAN's ResNet generator for CIFAR-10 (Miyato et al. 2018, Table 4 (a)).
 
-    `z -> Dense(bottom*bottom*width)`, three up-sampling residual blocks of `width` channels
-    (BN-ReLU-upsample-conv3x3-BN-ReLU-conv3x3; shortcut upsample-conv1x1), then
-    BN-ReLU-conv3x3 to `channels` and tanh.
+    `z -> Dense(bottom*bottom*width)`, one up-sampling residual block of `width` channels per
+    octave up to `image_size` (three at 32 px; BN-ReLU-upsample-conv3x3-BN-ReLU-conv3x3; shortcut
+    upsample-conv1x1), then BN-ReLU-conv3x3 to `channels` and tanh.
 
     Args:
       latent_dim: size of the latent vector z.
       width: channels of every residual block (256 in the paper).
       channels: output image channels.
-      bottom: spatial size after the Dense layer; images are `8 * bottom` pixels square.
+      bottom: spatial size after the Dense layer.
       dtype: dtype or dtype policy of every layer; None for the default.
       num_classes: for a class-conditional G (SNGAN-projection), the number of classes: the
         model takes `[z, labels]` and its BatchNorms are class-conditional.
+      image_size: the side of the images, `bottom * 2**k`; None: `8 * bottom`.
 
     Returns:
       A `keras.Model` named "generator" mapping `(batch, latent_dim)` latents (and labels) to
-      `(batch, 8*bottom, 8*bottom, channels)` images in [-1, 1].
+      `(batch, image_size, image_size, channels)` images in [-1, 1].
     """
     z = keras.Input((latent_dim,), dtype=variable_dtype(dtype), name="z")
     labels = None if num_classes is None else labels_input()
     x = keras.layers.Dense(bottom * bottom * width, dtype=dtype)(z)
     x = keras.layers.Reshape((bottom, bottom, width), dtype=dtype)(x)
-    for _ in range(3):
+    for _ in range(octaves(image_size or 8 * bottom, bottom)):
         x = _up_block(x, width, dtype, labels, num_classes)
     x = batch_norm(x, labels, num_classes, dtype)
     x = keras.layers.ReLU(dtype=dtype)(x)
@@ -95,23 +97,27 @@ def resnet_generator(latent_dim=128, width=256, channels=3, bottom=4, dtype=None
     return keras.Model(z if labels is None else [z, labels], x, name="generator")
 
 
-def resnet_discriminator(input_shape=(32, 32, 3), width=128, spectral_norm=True, dtype=None, num_classes=None):
+def resnet_discriminator(
+    input_shape=(32, 32, 3), width=128, spectral_norm=True, dtype=None, num_classes=None, bottom=None
+):
     """SNGAN's ResNet discriminator for CIFAR-10 (Miyato et al. 2018, Table 4 (c)).
 
-    An optimized down block (conv3x3-ReLU-conv3x3-avgpool; shortcut avgpool-conv1x1), a down
-    block (ReLU-conv3x3-ReLU-conv3x3-avgpool; shortcut conv1x1-avgpool), two blocks without
+    An optimized down block (conv3x3-ReLU-conv3x3-avgpool; shortcut avgpool-conv1x1), down
+    blocks (ReLU-conv3x3-ReLU-conv3x3-avgpool; shortcut conv1x1-avgpool) down to twice `bottom`
+    (one at 32 px: to 8x8), two blocks without
     downsampling (identity shortcut), all with `width` channels; then ReLU, global sum pooling
     and Dense(1). Every trainable layer is a `tf_fusedprop.layers` Conv2D/Dense and there is
     no normalization layer, so all training forms apply.
 
     Args:
-      input_shape: `(height, width, channels)` of the images; height and width divisible by 4.
+      input_shape: `(height, width, channels)` of the images, square: `bottom * 2**k`, k >= 2.
       width: channels of every block (128 in the paper).
       spectral_norm: whether every layer is spectrally normalized (SNGAN semantics).
       dtype: dtype or dtype policy of the layers; the last Dense computes in the policy's
         variable dtype, so logits stay float32 under mixed precision. None for the default.
       num_classes: for a projection discriminator (SNGAN-projection), the number of classes:
         the model takes `[images, labels]`.
+      bottom: half the side of the last block's output; None: `height / 8` (SNGAN's 32 px model).
 
     Returns:
       A `keras.Model` named "discriminator" mapping `(batch, *input_shape)` images (and
@@ -119,8 +125,10 @@ def resnet_discriminator(input_shape=(32, 32, 3), width=128, spectral_norm=True,
     """
     x = inputs = keras.Input(input_shape, dtype=variable_dtype(dtype), name="images")
     labels = None if num_classes is None else labels_input()
+    side = input_shape[0]
     x = _dis_block(x, width, spectral_norm, dtype, first=True)
-    x = _dis_block(x, width, spectral_norm, dtype)
+    for _ in range(octaves(side, bottom or side // 8) - 2):  # down to 2 * bottom (32 px: to 8x8)
+        x = _dis_block(x, width, spectral_norm, dtype)
     x = _dis_block(x, width, spectral_norm, dtype, downsample=False)
     x = _dis_block(x, width, spectral_norm, dtype, downsample=False)
     x = keras.layers.ReLU(dtype=dtype)(x)

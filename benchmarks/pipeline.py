@@ -1,0 +1,104 @@
+"""Images per second of a user's-images pipeline against what the fused step consumes.
+
+    python benchmarks/pipeline.py [--sizes=32,64,128] [--images=2000] [--steps=6] [--batches=200]
+
+Per image size: JPEG files are written (random smooth colour images of 1.5x the size, so that
+each is cropped and resized), prepared once (`image_files.prepare`: decode, crop, resize,
+uint8 cache; its images/s printed too), then the training pipeline (`data.uint8_images`, with
+mirror flips) is iterated for `--batches` batches of 64, and the fused step of
+`configs/images.py` at that size (`train_lib.build_gan`: SNGAN's CNN, G 512 / D 64, precision
+from the hardware) is timed for `--steps` steps on one batch. The table gives both in images/s
+and their ratio; the pipeline must never be the bottleneck (issue 31: >= 5x at 64 px on 2
+cores). Run it on a quiet machine: the header gives the CPU and its flags.
+"""
+
+import os
+import tempfile
+import time
+
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+from configs import images as images_config
+from tf_fusedprop.experiment import data, datasets, image_files, train_lib
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("sizes", ["32", "64", "128"], "Image sizes (px).")
+flags.DEFINE_integer("images", 2000, "JPEG files written per size.")
+flags.DEFINE_integer("batches", 200, "Pipeline batches (of 64) timed per size.")
+flags.DEFINE_integer("steps", 6, "Fused steps timed per size (after 2 untimed ones).")
+flags.DEFINE_integer("batch_size", 64, "Real images per step.")
+flags.DEFINE_integer("generator_width", 512, "G's width (configs/images.py's).")
+flags.DEFINE_integer("discriminator_width", 64, "D's width (configs/images.py's).")
+
+
+def write_jpegs(directory, count, size, seed=0):
+    """`count` JPEG files of random smooth colour images, `size * 3 / 2` square."""
+    rng = np.random.default_rng(seed)
+    side = size * 3 // 2
+    for i in range(count):
+        coarse = rng.uniform(0, 255, (1, 8, 8, 3)).astype(np.float32)
+        image = tf.cast(tf.image.resize(coarse, [side, side])[0], tf.uint8)
+        tf.io.write_file(os.path.join(directory, f"{i:05d}.jpg"), tf.io.encode_jpeg(image, quality=90))
+
+
+def pipeline_images_per_second(images, batches, batch_size):
+    """Images/s of iterating `data.uint8_images` (mirror on) for `batches` batches, after a warm-up."""
+    iterator = iter(data.uint8_images(images, batch_size, seed=0, mirror=True))
+    for _ in range(5):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator).numpy()
+    return batches * batch_size / (time.perf_counter() - start)
+
+
+def step_images_per_second(size, batch_size, steps, real):
+    """Real images/s that the fused step of configs/images.py at `size` consumes."""
+    config = images_config.get_config()
+    config.update(image_size=size, batch_size=batch_size, steps_per_execution=1)
+    config.generator.width, config.discriminator.width = FLAGS.generator_width, FLAGS.discriminator_width
+    gan = train_lib.build_gan(config, network_inputs=datasets.NETWORK_INPUTS[config.network].kwargs((size, size, 3)))
+    step = tf.function(gan.train_step)
+    for _ in range(2):
+        float(step(real)["d_loss"])
+    start = time.perf_counter()
+    for _ in range(steps):
+        logs = step(real)
+    float(logs["d_loss"])
+    return steps * batch_size / (time.perf_counter() - start)
+
+
+def main(argv):
+    del argv
+    print(machine.header())
+    rows = []
+    for size in map(int, FLAGS.sizes):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "images")
+            os.makedirs(folder)
+            write_jpegs(folder, FLAGS.images, size)
+            start = time.perf_counter()
+            prepared = image_files.prepare(folder, size, os.path.join(tmp, "cache"))
+            decode = FLAGS.images / (time.perf_counter() - start)
+        pipeline = pipeline_images_per_second(prepared.images, FLAGS.batches, FLAGS.batch_size)
+        real = tf.constant(prepared.images[: FLAGS.batch_size].astype(np.float32) / 127.5 - 1.0)
+        step = step_images_per_second(size, FLAGS.batch_size, FLAGS.steps, real)
+        rows.append((size, decode, pipeline, step))
+        print(
+            f"  {size} px: prepared {decode:.0f} images/s, pipeline {pipeline:.0f} images/s, fused step {step:.1f} images/s",
+            flush=True,
+        )
+    print()
+    print(
+        "| size | prepare once (decode, crop, resize) images/s | pipeline images/s | fused step images/s | pipeline / step |"
+    )
+    print("|---|---|---|---|---|")
+    for size, decode, pipeline, step in rows:
+        print(f"| {size} px | {decode:.0f} | {pipeline:.0f} | {step:.1f} | {pipeline / step:.0f}x |")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -111,10 +112,12 @@ class PrepareTest(tu.TestCase):
         self.assertRegex(
             prepared.describe(self.root),
             r"^Images: 16 from .*images at 16x16x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v1.npz.$",
+            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v1.$",
         )
+        self.assertEqual(sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json"])
         again = image_files.prepare(self.root, 16, self.cache)
         self.assertTrue(again.reused)
+        self.assertIsInstance(again.images, np.memmap)  # read from disk as needed
         self.assertAllEqual(again.images, prepared.images)
         self.assertEqual((again.class_names, again.skipped), (prepared.class_names, prepared.skipped))
 
@@ -158,7 +161,7 @@ class PrepareTest(tu.TestCase):
             image_files.ImageSourceError, r"none of the 2 image files in config.data=.* decodes \(the first: .*a.png\)"
         ):
             image_files.prepare(folder, 8, self.cache)
-        self.assertFalse(os.path.exists(os.path.join(self.cache, "images")))
+        self.assertEqual(os.listdir(os.path.join(self.cache, "images")), [])  # no half-written cache
 
 
 class TfdsSourceTest(tu.TestCase):
@@ -198,10 +201,15 @@ class Uint8PipelineTest(tu.TestCase):
         as_float = images / 127.5 - 1.0
         flipped = [any(np.allclose(x, f[:, ::-1]) and not np.allclose(x, f) for f in as_float) for x in first]
         self.assertBetween(sum(flipped), 4, 28)  # about half of 32, reproducibly
-        labelled = data.uint8_images(images, 2, labels=np.arange(4, dtype=np.int32), repeat=False)
-        for batch, labels in labelled:
-            for image, label in zip(batch.numpy(), labels.numpy()):
-                self.assertAllClose(image, as_float[label], atol=1e-6)
+        for budget in (data.IN_MEMORY_BYTES, 10):  # held in memory, or read row by row from the array
+            with mock.patch.object(data, "IN_MEMORY_BYTES", budget):
+                labelled = data.uint8_images(images, 2, labels=np.arange(4, dtype=np.int32), repeat=False)
+                seen = []
+                for batch, labels in labelled:
+                    for image, label in zip(batch.numpy(), labels.numpy()):
+                        self.assertAllClose(image, as_float[label], atol=1e-6)
+                        seen.append(label)
+                self.assertCountEqual(seen, range(4))
 
 
 if __name__ == "__main__":

@@ -244,13 +244,20 @@ def _in_memory(images, labels, batch_size, seed, repeat):
 # --------------------------------------------------------------------------------------------
 
 
-def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=None):
-    """A batched pipeline of uint8 images `[n, s, s, c]` held in memory, scaled to [-1, 1].
+#: Images up to this size (bytes, uint8) are held in memory by `uint8_images`; larger ones are
+#: read from their (memory-mapped) array batch by batch.
+IN_MEMORY_BYTES = 2 * 1024**3
 
-    Each value `v` becomes `v / 127.5 - 1`. Shuffled with a full buffer (seeded, a new order
-    every pass). With `mirror`, each image is flipped left-right with probability 1/2, drawn
-    from `(seed, its position in the stream)` (stateless), so a resumed run that skips the
-    batches already trained sees the flips of the uninterrupted one.
+
+def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=None):
+    """A batched pipeline of uint8 images `[n, s, s, c]`, scaled to [-1, 1].
+
+    Each value `v` becomes `v / 127.5 - 1`. Shuffled (seeded, a new order every pass): up to
+    `IN_MEMORY_BYTES` the images are held in memory with a full shuffle buffer; a larger
+    array (e.g. `image_files`' memory-mapped cache) stays on disk and its rows are gathered in
+    a shuffled order of indices. With `mirror`, each image is flipped left-right with
+    probability 1/2, drawn from `(seed, its position in the stream)` (stateless), so a resumed
+    run that skips the batches already trained sees the flips of the uninterrupted one.
 
     Args:
       images: uint8 array `[n, s, s, c]`.
@@ -264,7 +271,17 @@ def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=N
       A dataset of float32 tensors `[batch_size, s, s, c]` in [-1, 1] (with their labels).
     """
     batch_size = positive_int("batch_size", batch_size)
-    ds = tf.data.Dataset.from_tensor_slices(images if labels is None else (images, labels))
+    if images.nbytes <= IN_MEMORY_BYTES:
+        ds = tf.data.Dataset.from_tensor_slices(np.asarray(images) if labels is None else (np.asarray(images), labels))
+    else:  # shuffled indices; each row read from the array when its turn comes
+        shape = images.shape[1:]
+        row = lambda i: tf.ensure_shape(tf.numpy_function(lambda j: images[j], [i], tf.uint8), shape)
+        rows = tf.data.Dataset.range(len(images))
+        ds = (
+            rows.map(row)
+            if labels is None
+            else tf.data.Dataset.zip((rows.map(row), tf.data.Dataset.from_tensor_slices(labels)))
+        )
     ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
     ds = (ds.repeat() if repeat else ds).enumerate()
 

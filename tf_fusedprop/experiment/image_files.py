@@ -159,9 +159,10 @@ def _square(image, image_size):
 
 @dataclasses.dataclass
 class Prepared:
-    """A source decoded once: `images` uint8 `[n, s, s, channels]`, `labels` int32 `[n]` (the
-    class of each image, by `class_names`) or None, the `skipped` files (paths that did not
-    decode), `cache_path` and whether it was `reused` from the cache."""
+    """A source decoded once: `images` uint8 `[n, s, s, channels]` (memory-mapped from the
+    cache), `labels` int32 `[n]` (the class of each image, by `class_names`) or None, the
+    `skipped` files (paths that did not decode), `cache_path` (a directory) and whether it was
+    `reused` from the cache."""
 
     images: np.ndarray
     labels: np.ndarray
@@ -188,6 +189,10 @@ def prepare(path, image_size, cache_dir, channels=None, data_dir=None, log=None)
     """The images of a folder, a zip or a TFDS dataset, decoded once into `cache_dir/images/`
     (see the module docstring).
 
+    The cache is a directory per source and resolution: `images.u8` (the uint8 images, raw,
+    read memory-mapped, so a set larger than memory is never loaded whole), `labels.npy` and
+    `meta.json` (shape, class names, skipped files).
+
     Args:
       path: a folder of images (searched recursively), a `.zip` of one, or `tfds:NAME[:SPLIT]`
         (a prepared TFDS dataset with an image feature; split "train" by default).
@@ -207,36 +212,49 @@ def prepare(path, image_size, cache_dir, channels=None, data_dir=None, log=None)
     """
     reader = _TfdsReader(path, data_dir) if is_tfds(path) else _FilesReader(path)
     key = f"{reader.fingerprint}_{image_size}px_{channels or 'auto'}c_v{VERSION}"
-    cache_path = os.path.join(cache_dir, "images", f"{key}.npz")
-    if os.path.exists(cache_path):
-        with np.load(cache_path) as stored:
-            labels = stored["labels"] if stored["labels"].size else None
-            return Prepared(
-                stored["images"],
-                labels,
-                [str(name) for name in stored["class_names"]] or None,
-                [str(path) for path in stored["skipped"]],
-                cache_path,
-                True,
-            )
-    images, labels, class_names, skipped = reader.read(image_size, log)
-    wanted = channels or (1 if all(image.shape[-1] == 1 for image in images) else 3)
-    stacked = np.stack([_channels(image, wanted) for image in images])
-    prepared = Prepared(np.round(stacked).astype(np.uint8), labels, class_names, skipped, cache_path, False)
+    cache_path = os.path.join(cache_dir, "images", key)
+    if os.path.exists(os.path.join(cache_path, "meta.json")):
+        return _load(cache_path, reused=True)
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+    files.atomic_write(cache_path, lambda tmp: _write(reader, image_size, channels, tmp, log))
+    return _load(cache_path, reused=False)
 
-    def write(tmp):
-        with open(tmp, "wb") as f:
-            np.savez(
-                f,
-                images=prepared.images,
-                labels=np.zeros([0], np.int32) if labels is None else labels,
-                class_names=np.array(class_names or [], dtype=str),
-                skipped=np.array(skipped, dtype=str),
-            )
 
-    files.atomic_write(cache_path, write)
-    return prepared
+def _load(directory, reused):
+    meta = files.read_json(os.path.join(directory, "meta.json"))
+    images = np.memmap(os.path.join(directory, "images.u8"), np.uint8, mode="r", shape=tuple(meta["shape"]))
+    labels = np.load(os.path.join(directory, "labels.npy")) if meta["class_names"] else None
+    return Prepared(images, labels, meta["class_names"], meta["skipped"], directory, reused)
+
+
+def _write(reader, image_size, channels, directory, log):
+    """Decodes `reader`'s images into `directory` (see `prepare`), one at a time: RGB first
+    (gray replicated), then one channel if asked for or if every image was gray."""
+    os.makedirs(directory)
+    raw, count, gray, labels = os.path.join(directory, "rgb.u8"), 0, True, []
+    with open(raw, "wb") as f:
+        for image, label in reader.images(image_size, log):
+            gray = gray and image.shape[-1] == 1
+            f.write(np.round(_channels(image, 3)).astype(np.uint8).tobytes())
+            labels.append(label)
+            count += 1
+    if not count:
+        raise reader.nothing_decodes()
+    rgb = np.memmap(raw, np.uint8, mode="r", shape=(count, image_size, image_size, 3))
+    wanted = channels or (1 if gray else 3)
+    if wanted == 3:
+        os.replace(raw, os.path.join(directory, "images.u8"))
+    else:
+        with open(os.path.join(directory, "images.u8"), "wb") as f:
+            for start in range(0, count, 256):
+                luma = _channels(rgb[start : start + 256].astype(np.float32), 1)
+                f.write(np.round(luma).astype(np.uint8).tobytes())
+        del rgb
+        os.remove(raw)
+    class_names = reader.class_names
+    np.save(os.path.join(directory, "labels.npy"), np.array(labels if class_names else [], np.int32))
+    meta = {"shape": [count, image_size, image_size, wanted], "class_names": class_names, "skipped": reader.skipped}
+    files.write_json(os.path.join(directory, "meta.json"), meta)
 
 
 def is_tfds(path):
@@ -267,39 +285,39 @@ class _Progress:
 
 
 class _FilesReader:
-    """A folder or zip: `fingerprint`, and `read(image_size, log)` -> `(images, labels,
-    class_names, skipped paths)`."""
+    """A folder or zip: `fingerprint`, `class_names` (or None), `images(image_size, log)`
+    yielding `(image, label)` (`_decode`'s images; label None without classes), `skipped`
+    (the paths that did not decode, once iterated) and `nothing_decodes()`, the error."""
 
     def __init__(self, path):
         self.source = open_source(path)
         self.fingerprint = self.source.fingerprint
+        self.class_names = self.source.class_names()
+        self.skipped = []
 
-    def read(self, image_size, log):
+    def images(self, image_size, log):
         source = self.source
-        images, members, skipped = [], [], []
+        index = {name: i for i, name in enumerate(self.class_names or [])}
         progress = _Progress(f"{source.path} at {image_size} px", len(source.members), log)
         archive = zipfile.ZipFile(source.path) if source.is_zip else None
         try:
             for count, member in enumerate(source.members, 1):
                 try:
-                    images.append(_decode(source.read(member, archive), image_size))
-                    members.append(member)
+                    image = _decode(source.read(member, archive), image_size)
                 except (tf.errors.InvalidArgumentError, ValueError, zipfile.BadZipFile, OSError):
-                    skipped.append(os.path.join(source.path, member))
+                    self.skipped.append(os.path.join(source.path, member))
+                else:
+                    yield image, index.get(member.split("/", 1)[0])
                 progress(count)
         finally:
             if archive is not None:
                 archive.close()
-        if not images:
-            raise ImageSourceError(
-                f"none of the {len(source.members)} image files in config.data={source.path!r} decodes (the first: "
-                f"{skipped[0]}): TensorFlow reads PNG, JPEG, BMP, GIF and WebP."
-            )
-        class_names, labels = source.class_names(), None
-        if class_names:
-            index = {name: i for i, name in enumerate(class_names)}
-            labels = np.array([index[member.split("/", 1)[0]] for member in members], np.int32)
-        return images, labels, class_names, skipped
+
+    def nothing_decodes(self):
+        return ImageSourceError(
+            f"none of the {len(self.source.members)} image files in config.data={self.source.path!r} decodes (the "
+            f"first: {self.skipped[0]}): TensorFlow reads PNG, JPEG, BMP, GIF and WebP."
+        )
 
 
 class _TfdsReader:
@@ -309,7 +327,7 @@ class _TfdsReader:
     def __init__(self, spec, data_dir):
         import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
-        self.spec, self.data_dir = spec, data_dir
+        self.spec, self.data_dir, self.skipped = spec, data_dir, []
         name, _, split = spec[len("tfds:") :].partition(":")
         self.name, self.split = name, split or "train"
         where = data_dir if data_dir is not None else f"None (TFDS's default, {tfds.core.constants.DATA_DIR})"
@@ -335,25 +353,22 @@ class _TfdsReader:
         label = features["label"] if "label" in features.keys() else None
         self.class_names = list(label.names) if isinstance(label, tfds.features.ClassLabel) else None
         version = self.builder.info.version
-        self.fingerprint = hashlib.sha1(
-            repr(("tfds", self.name, str(version), self.split, data_dir)).encode()
-        ).hexdigest()[:16]
+        key = repr(("tfds", self.name, str(version), self.split, data_dir))
+        self.fingerprint = hashlib.sha1(key.encode()).hexdigest()[:16]
 
-    def read(self, image_size, log):
+    def images(self, image_size, log):
         try:
             ds = self.builder.as_dataset(split=self.split, shuffle_files=False)
         except AssertionError:  # TFDS's word for "no prepared files there"
             raise ImageSourceError(self.unprepared) from None
         except Exception as err:  # an unknown split
             raise ImageSourceError(f"config.data={self.spec!r}: {' '.join(str(err).split())[:200]}") from None
-        images, labels = [], []
-        total = self.builder.info.splits[self.split].num_examples if self.split in self.builder.info.splits else None
+        splits = self.builder.info.splits
+        total = splits[self.split].num_examples if self.split in splits else None
         progress = _Progress(f"{self.spec} at {image_size} px", total, log)
         for count, example in enumerate(ds.as_numpy_iterator(), 1):
-            images.append(_square(example[self.image_key], image_size))
-            if self.class_names:
-                labels.append(int(example["label"]))
+            yield _square(example[self.image_key], image_size), int(example["label"]) if self.class_names else None
             progress(count)
-        if not images:
-            raise ImageSourceError(f"config.data={self.spec!r}: split {self.split!r} holds no example.")
-        return images, np.array(labels, np.int32) if self.class_names else None, self.class_names, []
+
+    def nothing_decodes(self):
+        return ImageSourceError(f"config.data={self.spec!r}: split {self.split!r} holds no example.")

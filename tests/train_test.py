@@ -404,7 +404,7 @@ class OwnImagesTest(tu.TestCase):
         self.assertRegex(
             out,
             r"Images: 16 from .*images at 32x32x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); (prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v1.npz.\n",
+            r".*one/corrupt.jpg\); (prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v1.\n",
         )
         self.assertIn("FID/IS off: no Inception module; pass --config.inception_path=", out)
         self.assertIn("form fused, 20 steps (2 epochs of 10), batch 4", out)

@@ -305,16 +305,27 @@ class DistributedTrainTest(tu.TestCase):
     def test_each_worker_takes_its_replicas_rows_of_one_process_batches(self):
         """Every worker runs the pipeline and keeps its rows of each global batch (DATA sharding):
         worker i gets rows [8i, 8i + 8) of the one-process batch of 16, for a shuffled array
-        (digits, `from_tensor_slices`) and a stream of stateless samples (ring8, `counter().map`)."""
+        (digits, `from_tensor_slices`), a stream of stateless samples (ring8, `counter().map`)
+        and a folder of the user's images, prepared once into the cache and mirrored."""
         tmp = self.get_temp_dir()
+        folder, cache = tu.image_folder(os.path.join(tmp, "images"), count=40), os.path.join(tmp, "cache")
+
+        def tiny_config(name):
+            config = tu.tiny_config(name)
+            config.batch_size = 16
+            if name == "images":
+                config.update(data=folder, cache_dir=cache, image_size=8, mirror=True)
+            return config
+
         script = (
             "import sys, numpy as np\n"
             "from tests import testing_utils as tu\n"
             "from tf_fusedprop.experiment import datasets, distribution\n"
             "strategy = distribution.make_strategy('multi_worker')\n"
             "rows = {}\n"
-            "for name in ('digits', 'ring8'):\n"
+            "for name in ('digits', 'ring8', 'images'):\n"
             "    config = tu.tiny_config(name); config.batch_size = 16\n"
+            "    if name == 'images': config.update(data=sys.argv[2], cache_dir=sys.argv[3], image_size=8, mirror=True)\n"
             "    batches = iter(strategy.experimental_distribute_dataset(distribution.shard_by_data(\n"
             "        datasets.get(config.dataset).pipeline(config, 7))))\n"
             "    rows[name] = np.stack([strategy.experimental_local_results(next(batches))[0] for _ in range(3)])\n"
@@ -328,14 +339,13 @@ class DistributedTrainTest(tu.TestCase):
                 "PYTHONPATH": ROOT,
                 "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
             }
-            command = [sys.executable, "-c", script, os.path.join(tmp, f"rows{index}.npz")]
+            command = [sys.executable, "-c", script, os.path.join(tmp, f"rows{index}.npz"), folder, cache]
             workers.append(_Process(self, command, env, os.path.join(tmp, f"rows{index}.log")))
         for worker in workers:
             status, output = worker.wait(timeout=120)
             self.assertEqual(status, 0, output[-3000:])
-        for name in ("digits", "ring8"):
-            config = tu.tiny_config(name)
-            config.batch_size = 16
+        for name in ("digits", "ring8", "images"):
+            config = tiny_config(name)
             one_process = np.stack([b.numpy() for b in datasets.get(config.dataset).pipeline(config, 7).take(3)])
             for index in range(2):
                 with np.load(os.path.join(tmp, f"rows{index}.npz")) as rows:

@@ -217,7 +217,10 @@ def prepare(path, image_size, cache_dir, channels=None, data_dir=None, log=None)
         return _load(cache_path, reused=True)
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
     files.atomic_write(cache_path, lambda tmp: _write(reader, image_size, channels, tmp, log))
-    return _load(cache_path, reused=False)
+    try:
+        return _load(cache_path, reused=False)
+    except FileNotFoundError:  # another worker's identical cache replaced ours just now
+        return _load(cache_path, reused=True)
 
 
 def _load(directory, reused):

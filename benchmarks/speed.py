@@ -185,9 +185,14 @@ def build_step(form, variant, real):
         return keras.optimizers.LossScaleOptimizer(optimizer) if policy.loss_scaling else optimizer
 
     gan.compile(d_optimizer=adam(), g_optimizer=adam())
-    calls = levers["calls"]
+    return _stepper(gan, real, levers["calls"], levers["xla"])
 
-    @tf.function(jit_compile=levers["xla"])
+
+def _stepper(gan, real, calls, jit_compile):
+    """`(run(n), steps per round)`: `run` trains `n` steps of `gan` on `real` in calls of
+    `calls` steps (a traced function, XLA with `jit_compile`) and waits for them."""
+
+    @tf.function(jit_compile=jit_compile)
     def steps(real):
         logs = gan.train_step(real)
         for _ in tf.range(calls - 1):
@@ -218,21 +223,7 @@ def build_config_step(form, config):
     keras.utils.set_random_seed(config.seed)
     gan = train_lib.build_gan(config)
     real = next(iter(datasets.prepare(config, evaluate=False).pipeline(config.seed)))
-    calls = config.steps_per_execution
-
-    @tf.function(jit_compile=config.jit_compile)
-    def steps(real):
-        logs = gan.train_step(real)
-        for _ in tf.range(calls - 1):
-            logs = gan.train_step(real)
-        return logs
-
-    def run(n):
-        for _ in range(max(1, n // calls)):
-            logs = steps(real)
-        float(logs["d_loss"])  # wait for the device
-
-    return run, max(1, FLAGS.steps_per_round // calls) * calls
+    return _stepper(gan, real, config.steps_per_execution, config.jit_compile)
 
 
 def _builders():

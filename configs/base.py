@@ -137,6 +137,30 @@ def get_cifar10_config(variant, *, name, network, loss, forms, widths, d_lr=2e-4
     return config
 
 
+def get_sngan_images_config(variant, *, name, dataset):
+    """SNGAN's CNN at the FusedProp paper's widths on digits or a user's images, every form:
+    `configs/mnist.py`, `digits32.py` and `images.py` build on it.
+
+    G 512, D 64 (D spectrally normalized), nonsaturating loss, batch 64, z of 128, Adam 2e-4
+    (beta1 0, beta2 0.999) for both players, precision from the hardware, 10 steps per call.
+    `variant`: the training form (default fused).
+    """
+    config = get_base_config()
+    config.name = name
+    config.dataset = dataset
+    config.network = "sngan_cnn"
+    config.generator.width = 512
+    config.discriminator.width = 64
+    config.discriminator.spectral_norm = True
+    config.latent_dim = 128
+    config.loss = "nonsaturating"
+    config.form = form_variant(variant, ALL_FORMS, "fused")
+    config.batch_size = 64
+    config.beta1 = 0.0
+    config.steps_per_execution = 10
+    return config
+
+
 def get_mixture_base_config(dataset):
     """A 2-D Gaussian mixture of Metz et al. 2017 ("Unrolled GANs") with small MLPs.
 

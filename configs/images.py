@@ -30,30 +30,18 @@ def get_config(variant=""):
     feature: `num_classes` is set from them and the names go to the workdir's `classes.json`). Evaluation: FID/IS of 5,000 samples against up to
     10,000 of your images every 5 epochs of 1,000 updates, when `inception_path` is set.
     """
-    config = base.get_base_config()
-    config.name = "images"
-    config.dataset = "images"
+    config = base.get_sngan_images_config(variant, name="images", dataset="images")
     config.data = config_dict.placeholder(str)
     config.image_size = 64
     config.channels = config_dict.placeholder(int)
     config.mirror = False
     config.conditional = False
-    config.network = "sngan_cnn"
-    config.generator.width = 512
-    config.discriminator.width = 64
-    config.discriminator.spectral_norm = True
-    config.latent_dim = 128
-    config.loss = "nonsaturating"
-    config.form = base.form_variant(variant, base.ALL_FORMS, "fused")
-    config.batch_size = 64
     config.steps = 50_000
     config.steps_per_epoch = 1_000
-    config.beta1 = 0.0
     config.eval_samples = 5_000
     config.eval_every = 5
     config.eval_real_samples = 10_000
     config.grid_samples = 64
-    config.steps_per_execution = 10
     config.ema.decay = 0.999
     config.data_dir = config_dict.placeholder(str)
     config.inception_path = config_dict.placeholder(str)

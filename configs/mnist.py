@@ -27,26 +27,11 @@ def get_config(variant=""):
     1,000-update horizon still holding 37% of the initial weights, normalized with the trained
     G's BatchNorm statistics: one class, inception score 1.00).
     """
-    config = base.get_base_config()
-    config.name = "mnist"
-    config.dataset = "mnist5k"
+    config = base.get_sngan_images_config(variant, name="mnist", dataset="mnist5k")
     config.image_size = 32
-    config.network = "sngan_cnn"
-    config.generator.width = 512
-    config.discriminator.width = 64
-    config.discriminator.spectral_norm = True
-    config.latent_dim = 128
-    config.loss = "nonsaturating"
-    config.form = base.form_variant(variant, base.ALL_FORMS, "fused")
-    config.batch_size = 64
     config.steps = 10_000
     config.steps_per_epoch = 500
-    config.d_lr = 2e-4
-    config.g_lr = 2e-4
-    config.beta1 = 0.0
-    config.beta2 = 0.999
     config.eval_samples = 5_000
     config.grid_samples = 100
-    config.steps_per_execution = 10
     config.ema.decay = 0.995
     return config

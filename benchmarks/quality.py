@@ -194,6 +194,19 @@ STABILIZERS = {
     "no_lookahead": {"lookahead.every": 0},
     "no_ema": {"ema.decay": None},
     "beta1_0": {"beta1": 0.0},
+    # Issue 30: R1 on the real samples (Mescheder et al. 2018: SimGD converges locally with it),
+    # lazy every 16 D updates, at the small weights GUIDE 4(e) pointed to (0.1 and 1 slowed
+    # both forms on ring8); and the FusedProp paper's lever for its ResNet, G's rate halved.
+    "r1_0.001": {"r1.gamma": 0.001, "r1.every": 16},
+    "r1_0.003": {"r1.gamma": 0.003, "r1.every": 16},
+    "r1_0.01": {"r1.gamma": 0.01, "r1.every": 16},
+    "g_lr_half": {
+        "ring8": {"g_lr": 5e-4},
+        "grid25": {"g_lr": 5e-4},
+        "digits": {"g_lr": 1e-4},
+        "mnist": {"g_lr": 1e-4},
+        "digits32": {"g_lr": 1e-4},
+    },
 }
 
 

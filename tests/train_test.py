@@ -23,7 +23,7 @@ from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
-from tests.experiment import image_files_test
+from tests.experiment import features_test, image_files_test
 from tf_fusedprop.experiment import data, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
@@ -450,6 +450,21 @@ class OwnImagesTest(tu.TestCase):
         result = _python("-c", serve, os.path.join(workdir, "generator"), cwd=self.get_temp_dir())
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         self.assertEqual(result.stdout.strip().splitlines()[-1], "(3, 32, 32, 3)")
+
+    def test_fid_against_your_images_under_an_inception_module_during_training_and_in_evaluate_mode(self):
+        module = os.path.join(self.get_temp_dir(), "inception")
+        tf.saved_model.save(features_test.FakeInception(), module)  # pool_3: the images' channel means
+        scoring = [f"--config.inception_path={module}", "--config.eval_samples=20", "--config.eval_real_samples=12"]
+        status, out, err, workdir = self.train(f"--config.data={self.folder}", "--config.image_size=16", *scoring)
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(out, r"FID \(Inception, 20 samples\): [\d.]+, inception score: [\d.]+")
+        cached = [name for name in os.listdir(os.path.join(self.root, "cache")) if name.endswith("_stats.npz")]
+        self.assertLen(cached, 1)
+        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v1_real12_inception[0-9a-f]{8}_stats.npz$")
+        status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}", "--num=30")
+        self.assertEqual((status, err), (0, ""))
+        self.assertRegex(out, r"^FID \(Inception, 30 samples\): [\d.]+.*; written to .*evaluation.json\n$")
+        self.assertEqual(_read_json(os.path.join(workdir, "evaluation.json"))["samples"], 30)
 
     def test_a_tfds_dataset_under_tfds_mock_data(self):
         with tfds.testing.mock_data(num_examples=12):

@@ -6,8 +6,8 @@ Per image size: JPEG files are written (random smooth colour images of 1.5x the 
 each is cropped and resized), prepared once (`image_files.prepare`: decode, crop, resize,
 uint8 cache; its images/s printed too), then the training pipeline (`data.uint8_images`, with
 mirror flips) is iterated for `--batches` batches of 64, and the fused step of
-`configs/images.py` at that size (`train_lib.build_gan`: SNGAN's CNN, G 512 / D 64, precision
-from the hardware) is timed for `--steps` steps on one batch. The table gives both in images/s
+`configs/images.py` at that size (`train_lib.build_gan`: SNGAN's CNN at its widths for the
+size, `sngan.default_widths`, precision from the hardware) is timed for `--steps` steps on one batch. The table gives both in images/s
 and their ratio; the pipeline must never be the bottleneck (issue 31: >= 5x at 64 px on 2
 cores). Run it on a quiet machine: the header gives the CPU and its flags.
 """
@@ -23,6 +23,7 @@ from absl import app, flags
 
 from configs import images as images_config
 from tf_fusedprop.experiment import data, datasets, image_files, train_lib
+from tf_fusedprop.networks import sngan
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("sizes", ["32", "64", "128"], "Image sizes (px).")
@@ -30,8 +31,8 @@ flags.DEFINE_integer("images", 2000, "JPEG files written per size.")
 flags.DEFINE_integer("batches", 200, "Pipeline batches (of 64) timed per size.")
 flags.DEFINE_integer("steps", 6, "Fused steps timed per size (after 2 untimed ones).")
 flags.DEFINE_integer("batch_size", 64, "Real images per step.")
-flags.DEFINE_integer("generator_width", 512, "G's width (configs/images.py's).")
-flags.DEFINE_integer("discriminator_width", 64, "D's width (configs/images.py's).")
+flags.DEFINE_integer("generator_width", None, "G's width (default: configs/images.py's for the size).")
+flags.DEFINE_integer("discriminator_width", None, "D's width (default: configs/images.py's for the size).")
 
 
 def write_jpegs(directory, count, size, seed=0):
@@ -59,7 +60,9 @@ def step_images_per_second(size, batch_size, steps, real):
     """Real images/s that the fused step of configs/images.py at `size` consumes."""
     config = images_config.get_config()
     config.update(image_size=size, batch_size=batch_size, steps_per_execution=1)
-    config.generator.width, config.discriminator.width = FLAGS.generator_width, FLAGS.discriminator_width
+    g_width, d_width = sngan.default_widths(size)
+    config.generator.width = FLAGS.generator_width or g_width
+    config.discriminator.width = FLAGS.discriminator_width or d_width
     gan = train_lib.build_gan(config, network_inputs=datasets.NETWORK_INPUTS[config.network].kwargs((size, size, 3)))
     step = tf.function(gan.train_step)
     for _ in range(2):

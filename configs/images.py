@@ -20,8 +20,12 @@ from configs import base
 def get_config(variant=""):
     """`variant`: the training form (default fused; alternating is the baseline).
 
-    SNGAN's CNN (G 512, D 64, D spectrally normalized; one up/down-sampling block per octave
-    between the image and 4 px: 3 at 32 px, 4 at 64, 5 at 128, 6 at 256; 48 px starts from 6), nonsaturating loss, batch 64, z of 128, Adam 2e-4 (beta1 0, beta2 0.999)
+    SNGAN's CNN (D spectrally normalized; one up/down-sampling block per octave between the
+    image and 4 px: 3 at 32 px, 4 at 64, 5 at 128, 6 at 256; 48 px starts from 6) with widths
+    per resolution unless set (`--config.generator.width`, `--config.discriminator.width`): G
+    512 / D 64 (the paper's) up to 64 px, 256 / 32 at 128 px, 128 / 16 at 256 px
+    (`tf_fusedprop.networks.sngan.default_widths`: the larger maps would otherwise multiply a
+    step's cost on a CPU), nonsaturating loss, batch 64, z of 128, Adam 2e-4 (beta1 0, beta2 0.999)
     and an EMA generator (decay 0.999) for samples, evaluation and export, as measured best on
     digits; 64 px. `data` (required; `tfds:NAME[:SPLIT]` reads a TFDS dataset prepared in
     `data_dir`, its first image feature, split train by default), `channels` (1, 3, or None:
@@ -31,6 +35,8 @@ def get_config(variant=""):
     10,000 of your images every 5 epochs of 1,000 updates, when `inception_path` is set.
     """
     config = base.get_sngan_images_config(variant, name="images", dataset="images")
+    config.generator.width = config_dict.placeholder(int)  # None: from image_size (docstring)
+    config.discriminator.width = config_dict.placeholder(int)
     config.data = config_dict.placeholder(str)
     config.image_size = 64
     config.channels = config_dict.placeholder(int)

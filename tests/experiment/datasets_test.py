@@ -103,6 +103,19 @@ class SpecTest(tu.TestCase):
         self.assertIsNone(evaluator)
         self.assertRegex(message, r"^FID/IS off: no Inception module; .* to score your images\.$")
 
+    @parameterized.parameters((32, (512, 64)), (64, (512, 64)), (128, (256, 32)), (256, (128, 16)))
+    def test_widths_left_unset_follow_the_image_size(self, size, widths):
+        config = tu.CONFIG_MODULES["images"].get_config()
+        folder = tu.image_folder(os.path.join(self.get_temp_dir(), "images"), count=8)
+        config.update(data=folder, image_size=size, batch_size=8, cache_dir=self.get_temp_dir())
+        completed = datasets.completed(config)
+        self.assertEqual((completed.generator.width, completed.discriminator.width), widths)
+        self.assertIsNone(config.generator.width)  # the caller's config is left alone
+        config.generator.width = 128  # set by the user: kept
+        kept = datasets.completed(config)
+        self.assertEqual((kept.generator.width, kept.discriminator.width), (128, widths[1]))
+        self.assertIs(datasets.completed(completed), completed)  # nothing left to fill
+
     def test_mnist5k_is_scored_under_a_classifier_trained_on_it(self):
         config = tu.tiny_config("mnist")
         config.image_size = 16  # a classifier at 16 px trains in seconds

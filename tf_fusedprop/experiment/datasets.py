@@ -29,7 +29,7 @@ import numpy as np
 
 from tf_fusedprop import _checks
 from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, images
-from tf_fusedprop.networks.sngan import bottom_of
+from tf_fusedprop.networks.sngan import bottom_of, default_widths
 
 __all__ = [
     "NETWORK_INPUTS",
@@ -350,12 +350,20 @@ def class_names(config):
 
 
 def completed(config):
-    """`config` with what its data decide filled in: with `conditional` set (a user's images),
-    `num_classes` from the data's classes. Other configs are returned as they are.
+    """`config` with what its data decide filled in: network widths left None, from the image
+    side (`NetworkInputs.default_widths`); with `conditional` set (a user's images),
+    `num_classes` from the data's classes. A config with nothing to fill is returned as it is.
 
     Raises:
       image_files.ImageSourceError: `conditional` on data without classes.
     """
+    widths = NETWORK_INPUTS[config.network].default_widths
+    unset = [role for role in ("generator", "discriminator") if config[role].get("width", 0) is None]
+    if widths is not None and unset:
+        config = config.copy_and_resolve_references()
+        chosen = dict(zip(("generator", "discriminator"), widths(get(config.dataset).sample_shape(config)[0])))
+        for role in unset:
+            config[role].width = chosen[role]
     if not config.get("conditional") or config.num_classes is not None:
         return config
     names = class_names(config)
@@ -388,10 +396,14 @@ def get(name):
 # Networks: what the data fix in each builder's arguments
 # --------------------------------------------------------------------------------------------
 
-NetworkInputs = collections.namedtuple("NetworkInputs", ["image", "kwargs", "size_multiple"], defaults=[1])
+NetworkInputs = collections.namedtuple(
+    "NetworkInputs", ["image", "kwargs", "size_multiple", "default_widths"], defaults=[1, None]
+)
 NetworkInputs.__doc__ = """How samples enter a network: `image` (takes image samples),
-`kwargs(sample_shape) -> (generator kwargs, discriminator kwargs)` fixed by the data, and
-`size_multiple`, what the image side must be a multiple of (the network's up/down-samplings)."""
+`kwargs(sample_shape) -> (generator kwargs, discriminator kwargs)` fixed by the data,
+`size_multiple`, what the image side must be a multiple of (the network's up/down-samplings),
+and `default_widths(image side) -> (generator width, discriminator width)` for a config that
+leaves `generator.width` or `discriminator.width` None (`completed`), or None."""
 
 
 def _vector_kwargs(shape):
@@ -415,7 +427,7 @@ def _sngan_kwargs(shape):
 #: Per network name of `tf_fusedprop.networks`: how the data enter its builders.
 NETWORK_INPUTS = {
     "digits": NetworkInputs(image=True, kwargs=_digits_kwargs, size_multiple=4),
-    "sngan_cnn": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8),
+    "sngan_cnn": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8, default_widths=default_widths),
     "sngan_resnet": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8),
     "mlp": NetworkInputs(image=False, kwargs=_vector_kwargs),
 }

@@ -13,7 +13,7 @@ from tf_fusedprop import layers as fp_layers
 from tf_fusedprop.networks.conditional import batch_norm, labels_input, output_logits
 from tf_fusedprop.networks.dtypes import variable_dtype
 
-__all__ = ["bottom_of", "cnn_discriminator", "cnn_generator", "octaves"]
+__all__ = ["bottom_of", "cnn_discriminator", "cnn_generator", "default_widths", "octaves"]
 
 
 def bottom_of(image_size):
@@ -23,6 +23,16 @@ def bottom_of(image_size):
     while side > 6 and side % 2 == 0:
         side //= 2
     return side
+
+
+def default_widths(image_size):
+    """`(generator width, discriminator width)` for `image_size`: the paper's 512 and 64 up to
+    64 px, then halved per octave (256/32 at 128 px, 128/16 at 256 px), so that the wider
+    feature maps of a larger image do not multiply a step's cost on a CPU."""
+    g, d, side = 512, 64, 64
+    while side < image_size:
+        g, d, side = g // 2, d // 2, side * 2
+    return max(g, 8), max(d, 4)
 
 
 def octaves(image_size, bottom):

@@ -8,7 +8,7 @@ The images are decoded once (centre-cropped to a square, resized with antialiasi
 into the user cache, keyed by the files and the resolution; a rerun or a resume reuses them
 (`tf_fusedprop.experiment.image_files`). PNG, JPEG, BMP, GIF (first frame) and WebP; gray,
 RGB and RGBA (alpha dropped); a file that does not decode is skipped and reported.
-FID/IS against your images need TF-GAN's Inception: `--config.inception_path=URL_OR_DIR`
+FID, KID and IS against your images need TF-GAN's Inception: `--config.inception_path=URL_OR_DIR`
 (as for CIFAR-10); without it, training runs and one line says how to turn it on.
 """
 

@@ -457,10 +457,14 @@ class OwnImagesTest(tu.TestCase):
         scoring = [f"--config.inception_path={module}", "--config.eval_samples=20", "--config.eval_real_samples=12"]
         status, out, err, workdir = self.train(f"--config.data={self.folder}", "--config.image_size=16", *scoring)
         self.assertEqual((status, err), (0, ""))
-        self.assertRegex(out, r"FID \(Inception, 20 samples\): [\d.]+, inception score: [\d.]+")
+        self.assertRegex(
+            out, r"FID \(Inception, 20 samples\): [\d.]+, KID \(raw, not x 1e3\): -?[\d.e-]+, inception score"
+        )
         cached = [name for name in os.listdir(os.path.join(self.root, "cache")) if name.endswith("_stats.npz")]
         self.assertLen(cached, 1)
-        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v1_real12_inception[0-9a-f]{8}_stats.npz$")
+        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v1_real12_inception[0-9a-f]{8}_kid_stats.npz$")
+        with np.load(os.path.join(self.root, "cache", cached[0])) as stats:
+            self.assertEqual(stats["features"].shape, (12, 3))  # the stand-in's 3 features of the 12 real images
         status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}", "--num=30")
         self.assertEqual((status, err), (0, ""))
         self.assertRegex(out, r"^FID \(Inception, 30 samples\): [\d.]+.*; written to .*evaluation.json\n$")

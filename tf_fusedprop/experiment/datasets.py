@@ -190,10 +190,11 @@ def _cifar10_images(config, n):
     return np.concatenate([b.numpy() for b in batches.take(math.ceil(n / batch_size))])[:n]
 
 
-def _inception_evaluator(what, real_images, data_key):
-    """The evaluator factory of FID/IS under TF-GAN's Inception (`config.inception_path`) against
-    `real_images(config, n)` (n = `config.eval_real_samples`), whose reference statistics are
-    cached under `data_key(config)`; without the module, a line says how to turn it on."""
+def _inception_evaluator(what, real_images, data_key, kid=False):
+    """The evaluator factory of FID/IS (with `kid`, KID too) under TF-GAN's Inception
+    (`config.inception_path`) against `real_images(config, n)` (n = `config.eval_real_samples`),
+    whose reference statistics (and, for KID, up to 1,000 rows of their features) are cached
+    under `data_key(config)`; without the module, a line says how to turn it on."""
 
     def evaluator(config):
         inception = _load_inception(config)
@@ -206,11 +207,18 @@ def _inception_evaluator(what, real_images, data_key):
                     f"score {what}."
                 )
             key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
-            cache = os.path.join(cache_dir, f"{data_key(config)}{config.eval_real_samples}_inception{key}_stats.npz")
+            kept = 1000 if kid else 0
+            name = f"{data_key(config)}{config.eval_real_samples}_inception{key}{'_kid' if kid else ''}_stats.npz"
+            cache = os.path.join(cache_dir, name)
             real = None if os.path.exists(cache) else real_images(config, config.eval_real_samples)
-            reference = features.reference_statistics(inception, real, cache, batch_size=100)
+            reference = features.reference_statistics(inception, real, cache, batch_size=100, keep_features=kept)
             evaluator = evaluators.ImageEvaluator(
-                inception, reference, _evaluation_latents(config), "Inception", labels=_evaluation_labels(config)
+                inception,
+                reference[:2],
+                _evaluation_latents(config),
+                "Inception",
+                real_features=reference[2] if kid else None,
+                labels=_evaluation_labels(config),
             )
             return evaluator, None
 
@@ -328,7 +336,8 @@ IMAGES = DatasetSpec(
     evaluator=_inception_evaluator(
         "your images",
         _user_images_sample,
-        lambda config: os.path.splitext(os.path.basename(_user_images(config).cache_path))[0] + "_real",
+        lambda config: os.path.basename(_user_images(config).cache_path) + "_real",
+        kid=True,
     ),
     render=_image_grid,
     eval_samples=5_000,

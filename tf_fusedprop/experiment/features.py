@@ -303,11 +303,13 @@ class InceptionFeatures:
 # --------------------------------------------------------------------------------------------
 
 
-def reference_statistics(extractor, images, cache_path, batch_size=256):
-    """`(mu, sigma)` of the real data's activations, computed once and cached as `.npz`.
+def reference_statistics(extractor, images, cache_path, batch_size=256, keep_features=0):
+    """`(mu, sigma)` of the real data's activations, computed once and cached as `.npz`; with
+    `keep_features`, `(mu, sigma, features)`: also the first `keep_features` rows of the
+    activations (float32, for KID), cached beside them.
 
-    The cache is keyed by `cache_path` only: use one path per (extractor, dataset, split).
-    It is written atomically, with arrays `mu`, `sigma` and `num_images`.
+    The cache is keyed by `cache_path` only: use one path per (extractor, dataset, split, kept
+    rows). It is written atomically, with arrays `mu`, `sigma`, `num_images` (and `features`).
 
     Args:
       extractor: an object with `features(images, batch_size=...)` (e.g. `DigitsClassifier`,
@@ -323,20 +325,22 @@ def reference_statistics(extractor, images, cache_path, batch_size=256):
     cache_path = os.fspath(cache_path)
     if os.path.exists(cache_path):
         with np.load(cache_path) as cached:
-            return cached["mu"], cached["sigma"]
+            return (cached["mu"], cached["sigma"]) + ((cached["features"],) if keep_features else ())
     if images is None:
         raise ValueError(
             f"No cached statistics at cache_path={cache_path!r}, and images is None: pass the real images."
         )
-    mu, sigma = metrics.activation_statistics(extractor.features(images, batch_size=batch_size))
+    activations = extractor.features(images, batch_size=batch_size)
+    mu, sigma = metrics.activation_statistics(activations)
+    kept = {"features": np.asarray(activations[:keep_features], np.float32)} if keep_features else {}
     os.makedirs(os.path.dirname(os.path.abspath(cache_path)), exist_ok=True)
 
     def write(tmp_path):
         with open(tmp_path, "wb") as f:
-            np.savez(f, mu=mu, sigma=sigma, num_images=len(images))
+            np.savez(f, mu=mu, sigma=sigma, num_images=len(images), **kept)
 
     files.atomic_write(cache_path, write)
-    return mu, sigma
+    return (mu, sigma) + ((kept["features"],) if keep_features else ())
 
 
 def fid_from_images(extractor, fake_images, ref_stats, batch_size=256):

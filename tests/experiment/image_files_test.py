@@ -198,6 +198,9 @@ class Uint8PipelineTest(tu.TestCase):
         )
         first = stream(3)
         self.assertAllEqual(first, stream(3))
+        # A resumed run skips the batches already trained (train_lib): it sees the same flips.
+        skipped = data.uint8_images(images, 4, seed=3, mirror=True).skip(5).take(3)
+        self.assertAllEqual(np.concatenate([b.numpy() for b in skipped]), first[20:32])
         as_float = images / 127.5 - 1.0
         flipped = [any(np.allclose(x, f[:, ::-1]) and not np.allclose(x, f) for f in as_float) for x in first]
         self.assertBetween(sum(flipped), 4, 28)  # about half of 32, reproducibly

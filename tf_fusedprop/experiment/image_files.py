@@ -1,4 +1,5 @@
-"""A user's own images: a folder (searched recursively) or a `.zip` of one, decoded once.
+"""A user's own images: a folder (searched recursively), a `.zip` of one, or a TFDS dataset
+(`tfds:NAME[:SPLIT]`), decoded once.
 
     prepared = image_files.prepare("photos/", image_size=64, cache_dir=downloads.user_cache_dir())
     prepared.images      # uint8 [n, 64, 64, channels]: centre-cropped, resized with antialiasing
@@ -9,8 +10,10 @@ every file once, centre-crops it to a square and resizes it with antialiasing to
 `image_size`, and keeps the result as uint8 in the cache (`cache_dir/images/`), keyed by a
 fingerprint of the source's file list, sizes and modification times (a zip: its members'
 CRCs) with the resolution and channels: a rerun, a resume or another run on the same data
-reuses it. A file that does not decode is skipped; the count and the first such path are
-reported, so that a run does not die in epoch 7 on a bad JPEG.
+reuses it (a TFDS dataset: keyed by its name, version, split and data_dir). The cache is a
+directory of raw uint8 images, read memory-mapped. A file that does not decode is skipped;
+the count and the first such path are reported, so that a run does not die in epoch 7 on a
+bad JPEG.
 
 Channels: 1 (gray) or 3 (RGB) as asked, or from the data: gray when every image is gray (or
 gray with alpha), else RGB, gray images replicated. Alpha is dropped.

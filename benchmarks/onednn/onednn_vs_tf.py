@@ -29,23 +29,13 @@ SHORT = {"float32": "f32", "bfloat16": "bf16"}
 TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2}
 
 
-def same_padding(x_shape, kernel_shape, strides, padding):
-    """`[top, bottom, left, right]` of TensorFlow's `padding` for this convolution."""
-    pads = []
-    for axis in (1, 2):
-        size, k, s = x_shape[axis], kernel_shape[axis - 1], strides[axis - 1]
-        total = 0 if padding == "VALID" else max((-(-size // s) - 1) * s + k - size, 0)
-        pads += [total // 2, total - total // 2]
-    return pads
-
-
 def layer_calls(op, label, x_shape, kernel_shape, strides, padding):
     """`{(formulation or ONEDNN, dtype): (tf.function, x, dy)}` of one weight gradient, traced
     and warmed up, after checking the op against `Conv2DBackpropFilter` (SystemExit if off)."""
     out_hw = [cwg.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)]
     x32 = tf.random.stateless_normal(x_shape, seed=[1, 2])
     dy32 = tf.random.stateless_normal([x_shape[0]] + out_hw + [kernel_shape[-1]], seed=[3, 4])
-    pads = same_padding(x_shape, kernel_shape, strides, padding)
+    pads = [p for a in (1, 2) for p in cwg.explicit_padding(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding)]
     calls = {}
     for dtype in DTYPES:
         x, dy = tf.cast(x32, dtype), tf.cast(dy32, dtype)
@@ -116,6 +106,7 @@ def tf_passes(reps):
 
 
 def main():
+    """Checks and times the op (`sys.argv[1]`: rounds, default 9), then TF's own passes."""
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 9
     op = tf.load_op_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "weight_gradient_op.so"))
     tf.get_logger().setLevel("ERROR")

@@ -5,8 +5,9 @@
     python benchmarks/quality.py --report_only   # rewrite results.md and quality.png from results.json
     python benchmarks/quality.py --tasks=ring8 --losses=nonsaturating --forms=fused --seeds=5 \\
         --override=g_lr=5e-4 --out=runs/quality_glr  # an investigation: any config field changed
-    python benchmarks/quality.py --tasks=mnist,digits32 --forms=alternating,fused --out=runs/quality_scale \\
-        --seconds_per_update=alternating=0.33,fused=0.26   # image GANs at SNGAN widths: hours a run
+    python benchmarks/quality.py --tasks=mnist,digits32 --forms=alternating,fused --seeds=3 \\
+        --out=benchmarks/results/quality_scale --seconds_per_update=alternating=0.65,fused=0.52
+        # image GANs at SNGAN widths: ~30 min a run; the finished runs are kept in the repository
 
 Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>.py` with only
 `loss`, `form` and `seed` changed (`--quick`: also the steps and evaluation sizes of `QUICK`;
@@ -40,7 +41,12 @@ diverged; a run that failed otherwise is retried), and restarts an unfinished ru
 scratch (a resumed run would retrace, and its training seconds would restart: its time would
 not compare), except on mnist and digits32, whose unfinished run resumes from its last
 checkpoint (time there is modelled, below). A `results.json` that holds a run of another config
-(e.g. `configs/` changed) is refused: pass another `--out`.
+(e.g. `configs/` changed) is refused: pass another `--out`. Seeds of one grid may be trained
+across sessions and machines: each record names its machine (results.md counts the runs per
+machine when there is more than one), and `benchmarks/results/quality_scale/` keeps issue 30's
+finished runs in the repository (results.json, results.md, quality.png; the workdirs, cache and
+warm-up under it are not tracked), so the command above, rerun on a fresh checkout, trains only
+the runs still missing.
 
 Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
 (`STABILIZERS`), each a row per form, alternating included; the ratio "vs alternating" is
@@ -721,6 +727,27 @@ def _number(value, fmt):
     return "—" if value is None else fmt.format(value)
 
 
+def machine_of(environment_):
+    """One line naming the CPU a run trained on (kept in its record: seeds of one grid may be
+    trained across sessions, on different machines)."""
+    return f"{environment_['cpu']} ({' '.join(environment_['cpu_flags'])}, {environment_['cpus']} CPUs)"
+
+
+def _machines(records):
+    """The results.md line counting runs per machine, or None when they all ran on one."""
+    counts = {}
+    for r in records:
+        name = r.get("machine") or "not recorded"
+        counts[name] = counts.get(name, 0) + 1
+    if len(counts) < 2:
+        return None
+    return (
+        "Runs per machine (their wall-clock seconds do not compare): "
+        + "; ".join(f"{name}: {n}" for name, n in counts.items())
+        + "."
+    )
+
+
 def markdown(records, environment_, grid, seconds_per_update=None):
     """results.md: the table, the thresholds, how it was measured (and, with
     `seconds_per_update`, the modelled times: `summarize`)."""
@@ -731,6 +758,7 @@ def markdown(records, environment_, grid, seconds_per_update=None):
         f"{len(records)} runs; {grid}. {environment_['cpu']} ({environment_['cpus']} CPUs, "
         f"{' '.join(environment_['cpu_flags'])}), TF {environment_['tensorflow']}, Keras {environment_['keras']}, "
         f"oneDNN {environment_['onednn']}.",
+        *(["", machines] if (machines := _machines(records)) else []),
         "",
         "| task | loss | form (+ stabilizer) | runs | diverged | final metric | second metric | reached threshold "
         "| median s to threshold | vs alternating | median G updates to threshold | training s per run |",
@@ -1032,6 +1060,7 @@ def run(argv):
     progress = Progress(estimates, len(runs) - len(todo))
     for index, (r, config) in enumerate(todo):
         rec = train_run(r, config, os.path.join(out, "runs", r.id))
+        rec["machine"] = machine_of(env)
         records[r.id] = rec
         write_results(out, list(records.values()), env, grid, plot=False, seconds_per_update=seconds_per_update)
         progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")

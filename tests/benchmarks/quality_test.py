@@ -188,6 +188,14 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn("| 2/3 (FID <= 12.1 (1.1x alternating's mean final FID)) |", table)
         self.assertNotIn("Time modelled", quality.markdown(self.records(), quality.environment(), "grid"))
 
+    def test_runs_from_several_machines_are_counted_per_machine(self):
+        records = self.records()
+        self.assertNotIn("Runs per machine", quality.markdown(records, quality.environment(), "grid"))
+        for i, r in enumerate(records):
+            r["machine"] = "CPU A" if i % 2 else "CPU B"
+        table = quality.markdown(records, quality.environment(), "grid")
+        self.assertIn("Runs per machine (their wall-clock seconds do not compare): CPU B: 3; CPU A: 3.", table)
+
     def test_seconds_per_update_must_be_form_equals_a_positive_number(self):
         for bad in ("fused", "fused=0", "fused=fast", "=0.3"):
             with self.assertRaisesRegex(fp_config.ConfigError, "--seconds_per_update takes FORM=S or TASK/FORM=S"):

@@ -32,7 +32,7 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 | path | what |
 |---|---|
 | `results.json` | `environment`, `grid`, and `runs`: one record per run, rewritten after every run |
-| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold |
+| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation and where it came |
 | `quality.png` | per task: metric vs training seconds (top) and vs G updates (bottom), mean +- std |
 | `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
 
@@ -629,6 +629,51 @@ def time_to_threshold(rec, reached=None):
     return None
 
 
+def best_evaluation(rec, metric):
+    """`(value, step)` of the run's lowest finite `metric` over its evaluations (what keeping
+    its best checkpoint gives), or None when no evaluation had one."""
+    scored = [
+        (entry["metrics"][metric], entry["step"])
+        for entry in rec["history"]
+        if entry["finite"] and _finite_number(entry["metrics"].get(metric))
+    ]
+    return min(scored) if scored else None
+
+
+def _best_rows(records, seconds_per_update):
+    """results.md lines: per row of a `relative` task, the best plotted metric over the schedule
+    (mean +- std over runs), the median G update where it came, and (with the form's seconds per
+    update) that update's modelled time."""
+    lines = []
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        if info.relative is None:
+            continue
+        metric, (_, label, scale, fmt) = info.plot[0], info.columns[0]
+        for form, runs in forms.items():
+            best = [b for b in (best_evaluation(r, metric) for r in runs) if b]
+            if not best:
+                continue
+            step = statistics.median([b[1] for b in best])
+            modelled = _modelled(task, runs[0]["form"], step, runs, seconds_per_update)
+            lines.append(
+                f"| {task} | {loss} | {form} | {_mean_std([b[0] for b in best], scale, fmt)} "
+                f"| {', '.join(str(b[1]) for b in best)} | {step:.0f} "
+                f"| {_number(modelled and modelled['threshold_seconds'], '{:.0f}')} |"
+            )
+    if not lines:
+        return []
+    return [
+        "",
+        "Best over the schedule (what keeping each run's best checkpoint gives; the G update of the best "
+        "evaluation per run, their median, and that median x the form's seconds per update):",
+        "",
+        f"| task | loss | form (+ stabilizer) | best {label} | at G update, per run | median | x s per update |",
+        "|---|---|---|---|---|---|---|",
+        *lines,
+    ]
+
+
 def _median_or_none(values):
     """The median, a run that never reached counting as infinitely slow; None when fewer than
     half reached."""
@@ -802,6 +847,7 @@ def markdown(records, environment_, grid, seconds_per_update=None):
                 f"| {_number(m.get('threshold_vs_alternating'), '{:.2f}x')} | {m['schedule_steps']:.0f} "
                 f"| {m['schedule_seconds']:.0f} | {_number(m.get('schedule_vs_alternating'), '{:.2f}x')} |"
             )
+    lines += _best_rows(records, seconds_per_update)
     if failed:
         lines += ["", "Runs that diverged or failed:", ""]
         lines += [

@@ -188,6 +188,14 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn("| 2/3 (FID <= 12.1 (1.1x alternating's mean final FID)) |", table)
         self.assertNotIn("Time modelled", quality.markdown(self.records(), quality.environment(), "grid"))
 
+    def test_the_best_evaluation_of_each_run_and_its_modelled_time(self):
+        records = self.records()
+        by_id = {r["id"]: r for r in records}
+        self.assertEqual(quality.best_evaluation(by_id["mnist-nonsaturating-alternating-s2"], "fid"), (11.0, 1000))
+        table = quality.markdown(records, quality.environment(), "grid", {"alternating": 0.3, "fused": 0.24})
+        self.assertIn("| mnist | nonsaturating | alternating | 11.00 ± 1.00 | 1500, 1500, 1000 | 1500 | 450 |", table)
+        self.assertIn("| mnist | nonsaturating | fused | 11.83 ± 1.04 | 1500, 1500, 1500 | 1500 | 360 |", table)
+
     def test_runs_from_several_machines_are_counted_per_machine(self):
         records = self.records()
         self.assertNotIn("Runs per machine", quality.markdown(records, quality.environment(), "grid"))

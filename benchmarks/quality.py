@@ -825,7 +825,7 @@ def markdown(records, environment_, grid, seconds_per_update=None):
         "Time to threshold: training seconds (epoch time: evaluation, sample grids and checkpoints "
         "excluded; the first epoch includes tracing) at the first evaluation meeting it; the median "
         "counts a run that never reached it as infinitely slow (— when fewer than half reached). "
-        "vs alternating: the alternating median over this form's.",
+        "vs alternating: the alternating median over this form's (> 1: this form is faster).",
     ]
     modelled = [row for row in rows if row["modelled"]]
     if modelled:
@@ -833,10 +833,10 @@ def markdown(records, environment_, grid, seconds_per_update=None):
             "",
             "Time modelled as G updates x seconds per update (the seconds per update measured side by side "
             "on a quiet machine by `benchmarks/speed.py --config`; the G updates above do not depend on the "
-            "machine's load, the wall-clock does):",
+            "machine's load, the wall-clock does; time / alternating's < 1: this form is faster):",
             "",
             "| task | loss | form (+ stabilizer) | s per update | median G updates to threshold | x s per update "
-            "| vs alternating | schedule (G updates) | x s per update | vs alternating |",
+            "| time / alternating's | schedule (G updates) | x s per update | time / alternating's |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for row in modelled:

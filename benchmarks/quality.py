@@ -66,6 +66,7 @@ alternating's. The values are kept in `results.json` for `--report_only`.
 """
 
 import ast
+import collections
 import contextlib
 import dataclasses
 import gc
@@ -780,10 +781,7 @@ def machine_of(environment_):
 
 def _machines(records):
     """The results.md line counting runs per machine, or None when they all ran on one."""
-    counts = {}
-    for r in records:
-        name = r.get("machine") or "not recorded"
-        counts[name] = counts.get(name, 0) + 1
+    counts = collections.Counter(r.get("machine") or "not recorded" for r in records)
     if len(counts) < 2:
         return None
     return (

@@ -30,8 +30,9 @@ def get_config(variant=""):
     """
     config = base.get_sngan_images_config(variant, name="mnist", dataset="mnist5k")
     config.image_size = 32
-    # Both forms' best FID on seed 0 came at 3,000 updates (38 passes over the 5,000 digits);
-    # after it both degrade as D overfits (docs/quality.md, issue 30): the schedule ends there.
+    # On the Xeon's seed 0 both forms' best FID came at 3,000 updates (38 passes over the 5,000
+    # digits), both degrading after as D overfits; on Zen 4's seeds 0-1 alternating peaked at
+    # 2,000-2,250 (docs/quality.md, issue 30): whether a plateau exists here is still open.
     config.steps = 3_000
     config.steps_per_epoch = 250
     config.eval_samples = 5_000

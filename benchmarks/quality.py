@@ -33,7 +33,7 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 |---|---|
 | `results.json` | `environment`, `grid`, and `runs`: one record per run, rewritten after every run |
 | `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation and where it came |
-| `quality.png` | per task: metric vs training seconds (top) and vs G updates (bottom), mean +- std |
+| `quality.png` | per task: metric vs training seconds (top; modelled ones with `--seconds_per_update`) and vs G updates (bottom), mean +- std |
 | `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
 
 Resumable: a rerun skips the runs that `results.json` holds with the same config (done or
@@ -755,9 +755,15 @@ def parse_seconds_per_update(items):
     return parsed
 
 
+def _per_update(task, form, seconds_per_update):
+    """The form's seconds per update on `task` (`TASK/FORM` before `FORM`), or None."""
+    table = seconds_per_update or {}
+    return table.get(f"{task}/{form}", table.get(form))
+
+
 def _modelled(task, form, steps_to_threshold, runs, seconds_per_update):
     """A row's modelled times (see `summarize`), or None without its form's seconds per update."""
-    per_update = (seconds_per_update or {}).get(f"{task}/{form}", (seconds_per_update or {}).get(form))
+    per_update = _per_update(task, form, seconds_per_update)
     if per_update is None:
         return None
     schedule = statistics.median([r["config"]["steps"] for r in runs])
@@ -857,9 +863,9 @@ def markdown(records, environment_, grid, seconds_per_update=None):
     return "\n".join(lines) + "\n"
 
 
-def _curve(runs, metric, scale):
-    """Per evaluation step: median training seconds, and mean and std of `metric` over the runs
-    finite there."""
+def _curve(runs, metric, scale, per_update=None):
+    """Per evaluation step: median training seconds (with `per_update`, the modelled ones: step x
+    seconds per update), and mean and std of `metric` over the runs finite there."""
     steps = sorted({e["step"] for r in runs for e in r["history"]})
     rows = []
     for step in steps:
@@ -867,13 +873,16 @@ def _curve(runs, metric, scale):
         values = [scale * e["metrics"][metric] for e in entries if _finite_number(e["metrics"].get(metric))]
         seconds = [e["train_seconds"] for e in entries if e["train_seconds"] is not None]
         if values and seconds:
-            rows.append((step, statistics.median(seconds), np.mean(values), np.std(values)))
+            elapsed = statistics.median(seconds) if per_update is None else step * per_update
+            rows.append((step, elapsed, np.mean(values), np.std(values)))
     return np.array(rows, dtype=np.float64).reshape(-1, 4).T
 
 
-def figure(records, path):
+def figure(records, path, seconds_per_update=None):
     """quality.png: per (task, loss), the plotted metric against training seconds (top row) and
-    G updates (bottom row), a line per form (mean over seeds) with a +-1 std band."""
+    G updates (bottom row), a line per form (mean over seeds) with a +-1 std band. Where every
+    form of a task has its seconds per update (`seconds_per_update`), the top row is modelled
+    time (G updates x seconds per update): a loaded machine's wall-clock would mislead."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -884,8 +893,10 @@ def figure(records, path):
     for column, ((task, loss), forms) in enumerate(groups.items()):
         metric, ylabel, scale, line, (low, high), log = TASKS[task].plot
         stabilizers = list(dict.fromkeys(r.get("stabilizer", "defaults") for runs in forms.values() for r in runs))
+        per_update = {form: _per_update(task, runs[0]["form"], seconds_per_update) for form, runs in forms.items()}
+        modelled = None not in per_update.values()
         for form, runs in forms.items():
-            steps, seconds, mean, std = _curve(runs, metric, scale)
+            steps, seconds, mean, std = _curve(runs, metric, scale, per_update[form] if modelled else None)
             diverged = sum(r["diverged"] for r in runs)
             base, stabilizer = runs[0]["form"], runs[0].get("stabilizer", "defaults")
             style = ("-", "--", ":", "-.")[stabilizers.index(stabilizer) % 4]
@@ -921,7 +932,8 @@ def figure(records, path):
             if log:
                 ax.set_yscale("log")
             ax.set_ylabel(ylabel)
-            ax.set_xlabel("training seconds" if row == 0 else "G updates")
+            seconds_label = "modelled seconds (G updates x s per update)" if modelled else "training seconds"
+            ax.set_xlabel(seconds_label if row == 0 else "G updates")
             ax.grid(alpha=0.3)
             ax.set_xlim(left=0)
             if not log:
@@ -929,7 +941,7 @@ def figure(records, path):
         axes[0, column].set_title(f"{task}, {loss} loss\nthreshold: {limits[task, loss][1]}", fontsize=9)
         axes[0, column].legend(fontsize=7, loc="best")
     fig.suptitle(
-        "Sample quality against training seconds and G updates\nmean over seeds, band +-1 std, dotted: threshold",
+        "Sample quality against seconds and G updates\nmean over seeds, band +-1 std, dotted: threshold",
         fontsize=10,
     )
     fig.tight_layout()
@@ -953,7 +965,7 @@ def write_results(out, records, environment_, grid, plot=True, seconds_per_updat
 
     files.atomic_write(os.path.join(out, "results.md"), write)
     if records and plot:
-        figure(records, os.path.join(out, "quality.png"))
+        figure(records, os.path.join(out, "quality.png"), seconds_per_update)
 
 
 # --------------------------------------------------------------------------------------------

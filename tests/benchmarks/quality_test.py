@@ -8,6 +8,7 @@ from unittest import mock
 
 import tensorflow as tf
 from absl.testing import parameterized
+from matplotlib.axes import Axes
 
 from benchmarks import quality
 from configs import digits, digits32, grid25, mnist, ring8
@@ -195,6 +196,23 @@ class PlateauThresholdTest(tu.TestCase):
         table = quality.markdown(records, quality.environment(), "grid", {"alternating": 0.3, "fused": 0.24})
         self.assertIn("| mnist | nonsaturating | alternating | 11.00 ± 1.00 | 1500, 1500, 1000 | 1500 | 450 |", table)
         self.assertIn("| mnist | nonsaturating | fused | 11.83 ± 1.04 | 1500, 1500, 1500 | 1500 | 360 |", table)
+
+    def test_the_plot_shows_modelled_seconds_where_every_form_has_its_seconds_per_update(self):
+        records = self.records()
+        alternating = [r for r in records if r["form"] == "alternating"]
+        steps, seconds, _, _ = quality._curve(alternating, "fid", 1.0, 0.3)
+        self.assertAllClose(seconds, [150.0, 300.0, 450.0])
+        self.assertAllClose(quality._curve(alternating, "fid", 1.0)[1], [100.0, 200.0, 300.0])  # measured
+        path = os.path.join(self.get_temp_dir(), "quality.png")
+        for seconds_per_update, label in (
+            ({"alternating": 0.3, "mnist/fused": 0.24}, "modelled seconds (G updates x s per update)"),
+            ({"alternating": 0.3}, "training seconds"),  # fused's unknown: both forms on measured seconds
+        ):
+            with mock.patch.object(Axes, "set_xlabel", autospec=True, side_effect=Axes.set_xlabel) as set_xlabel:
+                quality.figure(records, path, seconds_per_update)
+            self.assertEqual([c.args[1] for c in set_xlabel.call_args_list], [label, "G updates"])
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_runs_from_several_machines_are_counted_per_machine(self):
         records = self.records()

@@ -641,10 +641,36 @@ def best_evaluation(rec, metric):
     return min(scored) if scored else None
 
 
+def last_fifth_change(runs, metric):
+    """`(step, mean there, mean final, relative change)` of the runs' mean `metric` from their
+    last evaluation at or before four fifths of the schedule to the end (issue 30's plateau:
+    alternating's FID moves < 5% over the last fifth), or None without a finite mean at both."""
+    steps = statistics.median([r["config"]["steps"] for r in runs])
+
+    def mean_at(step):
+        values = [
+            entry["metrics"].get(metric)
+            for r in runs
+            for entry in r["history"]
+            if entry["step"] == step and entry["finite"]
+        ]
+        values = [v for v in values if _finite_number(v)]
+        return statistics.mean(values) if len(values) == len(runs) else None
+
+    evaluated = sorted({e["step"] for r in runs for e in r["history"]})
+    earlier = [step for step in evaluated if step <= 0.8 * steps]
+    if not earlier:
+        return None
+    start, end = mean_at(earlier[-1]), mean_at(evaluated[-1])
+    if start is None or end is None:
+        return None
+    return earlier[-1], start, end, (end - start) / start
+
+
 def _best_rows(records, seconds_per_update):
     """results.md lines: per row of a `relative` task, the best plotted metric over the schedule
-    (mean +- std over runs), the median G update where it came, and (with the form's seconds per
-    update) that update's modelled time."""
+    (mean +- std over runs), the median G update where it came, (with the form's seconds per
+    update) that update's modelled time, and how far the mean moved over the last fifth."""
     lines = []
     for (task, loss), forms in _groups(records).items():
         info = TASKS[task]
@@ -657,20 +683,30 @@ def _best_rows(records, seconds_per_update):
                 continue
             step = statistics.median([b[1] for b in best])
             modelled = _modelled(task, runs[0]["form"], step, runs, seconds_per_update)
+            change = last_fifth_change(runs, metric)
+            moved = (
+                "—"
+                if change is None
+                else f"{fmt.format(scale * change[1])} at {change[0]} to {fmt.format(scale * change[2])}: "
+                f"{100 * change[3]:+.0f}%"
+            )
             lines.append(
                 f"| {task} | {loss} | {form} | {_mean_std([b[0] for b in best], scale, fmt)} "
                 f"| {', '.join(str(b[1]) for b in best)} | {step:.0f} "
-                f"| {_number(modelled and modelled['threshold_seconds'], '{:.0f}')} |"
+                f"| {_number(modelled and modelled['threshold_seconds'], '{:.0f}')} | {moved} |"
             )
     if not lines:
         return []
     return [
         "",
         "Best over the schedule (what keeping each run's best checkpoint gives; the G update of the best "
-        "evaluation per run, their median, and that median x the form's seconds per update):",
+        "evaluation per run, their median, and that median x the form's seconds per update), and the mean "
+        f"{label} over the last fifth of the schedule (from the last evaluation at or before four fifths; a "
+        "plateau moves < 5%):",
         "",
-        f"| task | loss | form (+ stabilizer) | best {label} | at G update, per run | median | x s per update |",
-        "|---|---|---|---|---|---|---|",
+        f"| task | loss | form (+ stabilizer) | best {label} | at G update, per run | median | x s per update "
+        f"| mean {label} over the last fifth |",
+        "|---|---|---|---|---|---|---|---|",
         *lines,
     ]
 

@@ -194,8 +194,24 @@ class PlateauThresholdTest(tu.TestCase):
         by_id = {r["id"]: r for r in records}
         self.assertEqual(quality.best_evaluation(by_id["mnist-nonsaturating-alternating-s2"], "fid"), (11.0, 1000))
         table = quality.markdown(records, quality.environment(), "grid", {"alternating": 0.3, "fused": 0.24})
-        self.assertIn("| mnist | nonsaturating | alternating | 11.00 ± 1.00 | 1500, 1500, 1000 | 1500 | 450 |", table)
-        self.assertIn("| mnist | nonsaturating | fused | 11.83 ± 1.04 | 1500, 1500, 1500 | 1500 | 360 |", table)
+        self.assertIn(
+            "| mnist | nonsaturating | alternating | 11.00 ± 1.00 | 1500, 1500, 1000 | 1500 | 450 "
+            "| 18.67 at 1000 to 11.00: -41% |",
+            table,
+        )
+        self.assertIn(
+            "| mnist | nonsaturating | fused | 11.83 ± 1.04 | 1500, 1500, 1500 | 1500 | 360 "
+            "| 21.33 at 1000 to 11.83: -45% |",
+            table,
+        )
+
+    def test_the_last_fifth_is_measured_from_the_last_evaluation_at_or_before_four_fifths(self):
+        alternating = [r for r in self.records() if r["form"] == "alternating"]
+        step, start, end, change = quality.last_fifth_change(alternating, "fid")
+        self.assertEqual(step, 1000)  # four fifths of 1,500 is 1,200: the evaluation before it
+        self.assertAllClose([start, end, change], [56.0 / 3.0, 11.0, 11.0 / (56.0 / 3.0) - 1.0])
+        alternating[0]["history"][-1]["finite"] = False  # a run without a final FID: no mean
+        self.assertIsNone(quality.last_fifth_change(alternating, "fid"))
 
     def test_the_plot_shows_modelled_seconds_where_every_form_has_its_seconds_per_update(self):
         records = self.records()

@@ -32,7 +32,7 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 | path | what |
 |---|---|
 | `results.json` | `environment`, `grid`, and `runs`: one record per run, rewritten after every run |
-| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation and where it came |
+| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation, where it came, and how far the mean moved over the last fifth (the plateau test) |
 | `quality.png` | per task: metric vs training seconds (top; modelled ones with `--seconds_per_update`) and vs G updates (bottom), mean +- std |
 | `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
 

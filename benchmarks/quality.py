@@ -32,7 +32,7 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 | path | what |
 |---|---|
 | `results.json` | `environment`, `grid`, and `runs`: one record per run, rewritten after every run |
-| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation, where it came, and how far the mean moved over the last fifth (the plateau test) |
+| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation, where it came, how far the mean moved over the last fifth (the plateau test), and where the mean curve over seeds meets the threshold |
 | `quality.png` | per task: metric vs training seconds (top; modelled ones with `--seconds_per_update`) and vs G updates (bottom), mean +- std |
 | `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
 
@@ -646,38 +646,63 @@ def last_fifth_change(runs, metric):
     last evaluation at or before four fifths of the schedule to the end (issue 30's plateau:
     alternating's FID moves < 5% over the last fifth), or None without a finite mean at both."""
     steps = statistics.median([r["config"]["steps"] for r in runs])
-
-    def mean_at(step):
-        values = [
-            entry["metrics"].get(metric)
-            for r in runs
-            for entry in r["history"]
-            if entry["step"] == step and entry["finite"]
-        ]
-        values = [v for v in values if _finite_number(v)]
-        return statistics.mean(values) if len(values) == len(runs) else None
-
     evaluated = sorted({e["step"] for r in runs for e in r["history"]})
     earlier = [step for step in evaluated if step <= 0.8 * steps]
     if not earlier:
         return None
-    start, end = mean_at(earlier[-1]), mean_at(evaluated[-1])
+    start, end = _mean_at(runs, metric, earlier[-1]), _mean_at(runs, metric, evaluated[-1])
     if start is None or end is None:
         return None
     return earlier[-1], start, end, (end - start) / start
 
 
+def _mean_at(runs, metric, step):
+    """The mean `metric` of `runs` at G update `step`, or None unless every run has a finite one."""
+    values = [
+        entry["metrics"].get(metric)
+        for r in runs
+        for entry in r["history"]
+        if entry["step"] == step and entry["finite"]
+    ]
+    values = [v for v in values if _finite_number(v)]
+    return statistics.mean(values) if len(values) == len(runs) else None
+
+
+def mean_curve_reaches(runs, metric, reached):
+    """The first G update at which the runs' mean `metric` meets `reached` (a threshold on a
+    metrics dict), or None. Beside the median over runs of each run's first update there: near
+    a plateau, where the curves are flat and the threshold lies within the seeds' spread, which
+    seeds cross first is seed noise, and the mean curve is the steadier reading."""
+    for step in sorted({e["step"] for r in runs for e in r["history"]}):
+        mean = _mean_at(runs, metric, step)
+        if mean is not None and reached({metric: mean}):
+            return step
+    return None
+
+
 def _best_rows(records, seconds_per_update):
     """results.md lines: per row of a `relative` task, the best plotted metric over the schedule
     (mean +- std over runs), the median G update where it came, (with the form's seconds per
-    update) that update's modelled time, and how far the mean moved over the last fifth."""
-    lines = []
+    update) that update's modelled time, how far the mean moved over the last fifth, and where
+    the mean curve meets the threshold (`mean_curve_reaches`)."""
+    lines, limits = [], thresholds(records)
     for (task, loss), forms in _groups(records).items():
         info = TASKS[task]
         if info.relative is None:
             continue
         metric, (_, label, scale, fmt) = info.plot[0], info.columns[0]
+        reached, reference = limits[task, loss][0], None
         for form, runs in forms.items():
+            crossing = reached and mean_curve_reaches(runs, metric, reached)
+            crossing_model = _modelled(task, runs[0]["form"], crossing, runs, seconds_per_update)
+            crossing_seconds = crossing_model and crossing_model["threshold_seconds"]
+            if form == "alternating":
+                reference = crossing_seconds
+            mean_curve = _number(crossing, "{:.0f}")
+            if crossing_seconds:
+                mean_curve += f", {crossing_seconds:.0f} s"
+                if reference and form != "alternating":
+                    mean_curve += f", {crossing_seconds / reference:.2f}x"
             best = [b for b in (best_evaluation(r, metric) for r in runs) if b]
             if not best:
                 continue
@@ -693,20 +718,22 @@ def _best_rows(records, seconds_per_update):
             lines.append(
                 f"| {task} | {loss} | {form} | {_mean_std([b[0] for b in best], scale, fmt)} "
                 f"| {', '.join(str(b[1]) for b in best)} | {step:.0f} "
-                f"| {_number(modelled and modelled['threshold_seconds'], '{:.0f}')} | {moved} |"
+                f"| {_number(modelled and modelled['threshold_seconds'], '{:.0f}')} | {moved} | {mean_curve} |"
             )
     if not lines:
         return []
     return [
         "",
         "Best over the schedule (what keeping each run's best checkpoint gives; the G update of the best "
-        "evaluation per run, their median, and that median x the form's seconds per update), and the mean "
+        "evaluation per run, their median, and that median x the form's seconds per update), the mean "
         f"{label} over the last fifth of the schedule (from the last evaluation at or before four fifths; a "
-        "plateau moves < 5%):",
+        "plateau moves < 5%), and where the mean curve over the runs first meets the threshold (G update; "
+        "with seconds per update, x them and against alternating's: near a plateau a steadier reading than "
+        "the median run's first crossing):",
         "",
         f"| task | loss | form (+ stabilizer) | best {label} | at G update, per run | median | x s per update "
-        f"| mean {label} over the last fifth |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| mean {label} over the last fifth | mean curve to threshold |",
+        "|---|---|---|---|---|---|---|---|---|",
         *lines,
     ]
 

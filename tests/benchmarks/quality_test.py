@@ -213,6 +213,20 @@ class PlateauThresholdTest(tu.TestCase):
         alternating[0]["history"][-1]["finite"] = False  # a run without a final FID: no mean
         self.assertIsNone(quality.last_fifth_change(alternating, "fid"))
 
+    def test_the_mean_curve_meets_the_threshold_where_the_mean_over_runs_first_does(self):
+        records = self.records()
+        reached, _ = quality.thresholds(records)["mnist", "nonsaturating"]
+        fused = [r for r in records if r["form"] == "fused"]
+        self.assertEqual(quality.mean_curve_reaches(fused, "fid", reached), 1500)  # means 160, 21.3, 11.8
+        self.assertEqual(quality.mean_curve_reaches(fused, "fid", lambda m: m["fid"] <= 25.0), 1000)
+        self.assertIsNone(quality.mean_curve_reaches(fused, "fid", lambda m: m["fid"] <= 11.0))
+        fused[1]["history"][1]["finite"] = False  # a run without a FID at 1,000: no mean there
+        self.assertEqual(quality.mean_curve_reaches(fused, "fid", lambda m: m["fid"] <= 25.0), 1500)
+        table = quality.markdown(self.records(), quality.environment(), "grid", {"alternating": 0.3, "fused": 0.24})
+        self.assertIn(": -41% | 1500, 450 s |", table)
+        self.assertIn(": -45% | 1500, 360 s, 0.80x |", table)
+        self.assertIn(": -45% | 1500 |", quality.markdown(self.records(), quality.environment(), "grid"))
+
     def test_the_plot_shows_modelled_seconds_where_every_form_has_its_seconds_per_update(self):
         records = self.records()
         alternating = [r for r in records if r["form"] == "alternating"]

@@ -5,9 +5,9 @@
     python benchmarks/quality.py --report_only   # rewrite results.md and quality.png from results.json
     python benchmarks/quality.py --tasks=ring8 --losses=nonsaturating --forms=fused --seeds=5 \\
         --override=g_lr=5e-4 --out=runs/quality_glr  # an investigation: any config field changed
-    python benchmarks/quality.py --tasks=mnist,digits32 --forms=alternating,fused --seeds=3 \\
-        --out=benchmarks/results/quality_scale --seconds_per_update=alternating=0.65,fused=0.52
-        # image GANs at SNGAN widths: ~30 min a run; the finished runs are kept in the repository
+    python benchmarks/quality.py --tasks=digits32 --forms=alternating,fused --seeds=3 \\
+        --out=benchmarks/results/quality_plateau --seconds_per_update=alternating=0.35,fused=0.27
+        # image GANs at SNGAN widths: ~30-40 min a run; the finished runs are kept in the repository
 
 Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>.py` with only
 `loss`, `form` and `seed` changed (`--quick`: also the steps and evaluation sizes of `QUICK`;
@@ -43,10 +43,12 @@ not compare), except on mnist and digits32, whose unfinished run resumes from it
 checkpoint (time there is modelled, below). A `results.json` that holds a run of another config
 (e.g. `configs/` changed) is refused: pass another `--out`. Seeds of one grid may be trained
 across sessions and machines: each record names its machine (results.md counts the runs per
-machine when there is more than one), and `benchmarks/results/quality_scale/` keeps issue 30's
-finished runs in the repository (results.json, results.md, quality.png; the workdirs, cache and
-warm-up under it are not tracked), so the command above, rerun on a fresh checkout, trains only
-the runs still missing.
+machine when there is more than one), and `benchmarks/results/` keeps issue 30's finished runs
+in the repository (results.json, results.md, quality.png; the workdirs, cache and warm-up under
+it are not tracked): `quality_plateau/` digits32 at its shipped 6,000 updates, so the command
+above, rerun on a fresh checkout, trains only the runs still missing; `quality_scale/` mnist and
+digits32 at 3,000 (digits32's former schedule: rerun it with `--override=steps=3000`),
+`quality_augment/` mnist with DiffAugment.
 
 Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
 (`STABILIZERS`), each a row per form, alternating included; the ratio "vs alternating" is

@@ -187,6 +187,22 @@ class TrainTest(tu.TestCase):
         self.assertEqual((summary["config"]["d_lr"], summary["config"]["g_lr"]), (2e-3, 1e-3))
         self.assertIn("Learning rates changed from epoch 1 (step 0): d_lr 1e+30 -> 0.002, g_lr 1e+30 -> 0.001", printed)
 
+    def test_a_finished_run_trained_on_to_a_longer_schedule_ends_as_a_run_of_that_length(self):
+        extended, straight = (os.path.join(self.get_temp_dir(), name) for name in ("extended", "straight"))
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch, config.eval_samples = 2, 1, 0
+        quiet_train(config, extended)
+        config.steps = 4
+        summary, printed = quiet_train(config, extended)
+        self.assertIn("Resuming from epoch 2/4 (2 steps done).", printed)
+        self.assertIn("Schedule changed from 2 to 4 steps", printed)
+        self.assertEqual((summary["steps"], summary["resumed_from_epoch"], summary["config"]["steps"]), (4, 2, 4))
+        quiet_train(config, straight)
+        final = [tu.h5_arrays(os.path.join(d, "backup", "epoch_0004.weights.h5")) for d in (extended, straight)]
+        self.assertEqual(sorted(final[0]), sorted(final[1]))
+        for name in final[0]:
+            self.assertAllEqual(final[0][name], final[1][name], msg=name)
+
     def test_unwritable_workdir(self):
         blocker = os.path.join(self.get_temp_dir(), "file")
         open(blocker, "w").close()

@@ -82,9 +82,69 @@ class LearningRateChangeTest(tu.TestCase):
         )
         config.beta1 = 0.0
         with self.assertRaisesRegex(
-            ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr may change\)"
+            ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr and steps may change\)"
         ):
             workdir.completed_run(directory, config)
+
+
+class ScheduleChangeTest(tu.TestCase):
+    def _finished_run(self, steps, steps_per_epoch, name="run"):
+        directory = os.path.join(self.get_temp_dir(), name)
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch = steps, steps_per_epoch
+        workdir.make_workdir(directory, config)
+        with open(os.path.join(directory, "summary.json"), "w") as f:
+            json.dump({"steps": steps}, f)
+        return directory, config
+
+    def test_a_longer_schedule_trains_a_finished_run_on_and_is_recorded(self):
+        directory, config = self._finished_run(steps=4, steps_per_epoch=2)
+        config.steps = 8
+        self.assertIsNone(workdir.completed_run(directory, config))  # To be trained on.
+        run = workdir.find(config, directory)
+        self.assertEqual(
+            run.start(directory, {"epoch": 2, "steps": 4, "weights": "epoch_0002.weights.h5"}),
+            [f"Schedule changed from 4 to 8 steps; recorded in {directory}/config.json."],
+        )
+        with open(os.path.join(directory, "config.json")) as f:
+            self.assertEqual(json.load(f), config.to_dict())
+        self.assertEqual(run.start(directory), [])  # Recorded once.
+        # Killed before the longer run ended: its rerun resumes it; back to 4 steps, the finished run.
+        self.assertIsNone(workdir.completed_run(directory, config))
+        config.steps = 4
+        self.assertEqual(workdir.completed_run(directory, config), {"steps": 4})
+
+    def test_a_schedule_shorter_than_what_was_trained_or_of_other_epochs_is_refused(self):
+        directory, config = self._finished_run(steps=4, steps_per_epoch=2)
+        config.steps = 2
+        with self.assertRaisesRegex(
+            ConfigError, r"^the run in .*run has trained 4 steps, more than config.steps=2: pass steps of at least 4"
+        ):
+            workdir.completed_run(directory, config)
+        directory, config = self._finished_run(steps=1, steps_per_epoch=2, name="short")  # One epoch of 1 step.
+        config.steps = 4
+        with self.assertRaisesRegex(
+            ConfigError, r"^the run in .*short has epochs of 1 steps; config.steps=4 would make them 2: pass steps of"
+        ):
+            workdir.completed_run(directory, config)
+
+    def test_an_unfinished_run_may_be_shortened_down_to_its_checkpoint(self):
+        directory = os.path.join(self.get_temp_dir(), "run")
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch = 8, 2
+        workdir.make_workdir(directory, config)
+        config.steps = 4
+        run = workdir.find(config, directory)
+        self.assertIsNone(run.summary)
+        with self.assertRaisesRegex(
+            ConfigError,
+            r"^the run in .*run has a checkpoint at step 6, beyond config.steps=4: pass steps of at least 6",
+        ):
+            run.start(directory, {"epoch": 3, "steps": 6, "weights": "epoch_0003.weights.h5"})
+        self.assertEqual(
+            run.start(directory, {"epoch": 2, "steps": 4, "weights": "epoch_0002.weights.h5"}),
+            [f"Schedule changed from 8 to 4 steps; recorded in {directory}/config.json."],
+        )
 
 
 class MakeWorkdirTest(tu.TestCase):

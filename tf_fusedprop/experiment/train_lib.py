@@ -9,7 +9,7 @@ if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 
 | path | what |
 |---|---|
-| `config.json` | the run's config; a rerun must match it, except for the learning rates |
+| `config.json` | the run's config; a rerun must match it, except for the learning rates and `steps` |
 | `learning_rates.json` | the learning-rate changes of reruns (epoch, step, from, to), if any |
 | `samples/epoch_XXXX.png` | a sample grid (2-D data: a scatter plot) after every epoch |
 | `logs/` | TensorBoard events: losses, logits, steps/s, metrics, sample grids, config |
@@ -33,7 +33,8 @@ epoch with the same step count, weights, optimizer state, every seed stream (lat
 augmentation, penalties) and the data stream's position (the stream skips the batches already
 trained), so a resumed run ends with the weights of an uninterrupted one. Earlier epochs'
 files are kept. A rerun may
-change `d_lr` and `g_lr` (recorded in `learning_rates.json`); the rest must match. Without an
+change `d_lr` and `g_lr` (recorded in `learning_rates.json`) and `steps` (a finished run trains
+on to a longer schedule, as an uninterrupted run of that length); the rest must match. Without an
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 
@@ -131,7 +132,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     checkpoint = callbacks.BackupAndRestore(run.backup_dir)
     pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
     with distribution.output_dir(run.path, strategy) as out, _kept_weight_gradients(out):
-        rates_changed = run.start(out, checkpoint.metadata())
+        rerun_changes = run.start(out, checkpoint.metadata())
         if config.num_classes is not None:
             files.write_json(os.path.join(out, "classes.json"), datasets.class_names(config))
         evaluator, note = data.make_evaluator(run.cache_dir)
@@ -139,7 +140,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         # Other workers run the chief's callbacks (the same variable reads), writing under `out`.
         saving = checkpoint if out == run.path else callbacks.BackupAndRestore(os.path.join(out, "backup"))
         hooks = callbacks.RunCallbacks.create(config, data, out, evaluator, saving, initial_epoch)
-        notes = [fitted, note, distribution.fit_under(gan, strategy), _rates_note(run, rates_changed)]
+        notes = [fitted, note, distribution.fit_under(gan, strategy), *rerun_changes]
         _announce(config, strategy, precision, run, out, gan, initial_epoch, notes)
         _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose)
         try:
@@ -175,10 +176,6 @@ def _build(config, data, strategy, checkpoint):
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
     gan.d_optimizer.learning_rate, gan.g_optimizer.learning_rate = config.d_lr, config.g_lr
     return gan, precision, initial_epoch
-
-
-def _rates_note(run, change):
-    return fp_workdir.describe_learning_rate_change(run.path, change) if change else None
 
 
 def _announce(config, strategy, precision, run, out, gan, initial_epoch, notes):

@@ -7,7 +7,11 @@ A workdir belongs to one config: `config.json` is written when the run starts, a
 the same config resumes it (`callbacks.BackupAndRestore`), another config is refused, and a
 finished run (`summary.json`) is not trained again. Only the learning rates (`RESUMABLE_CHANGES`)
 may differ on a rerun, e.g. to resume a diverged run more gently: `record_learning_rates` then
-appends the change to `learning_rates.json` and `config.json` takes the new rates.
+appends the change to `learning_rates.json` and `config.json` takes the new rates. And a rerun
+may lengthen (or, before it got there, shorten) the schedule, `steps`, e.g. when FID is still
+falling at the end: the run, finished or not, trains on from its last checkpoint to the new
+`steps` (`record_steps`), exactly as an uninterrupted run of that length (the learning rates
+do not depend on `steps`); the epoch length must stay the same.
 """
 
 import dataclasses
@@ -28,6 +32,7 @@ __all__ = [
     "learning_rate_changes",
     "make_workdir",
     "record_learning_rates",
+    "record_steps",
 ]
 
 CONFIG = "config.json"
@@ -35,6 +40,8 @@ SUMMARY = "summary.json"
 LEARNING_RATES = "learning_rates.json"
 #: The config fields that a rerun may change: the run resumes with the new values.
 RESUMABLE_CHANGES = ("d_lr", "g_lr")
+#: The config field of the schedule's length: a rerun may change it (`completed_run`).
+STEPS = "steps"
 
 
 def default_workdir(config, runs_root="runs"):
@@ -80,22 +87,50 @@ def _first_difference(old, new, ignore=()):
 def completed_run(workdir, config):
     """The summary of the run of `config` that `workdir` holds if it is complete, else None.
 
+    A finished run whose `steps` are fewer than `config.steps` is not complete: the rerun
+    trains it on (`record_steps`).
+
     Raises:
-      ConfigError: `workdir` holds a run of another config (other than in `RESUMABLE_CHANGES`).
+      ConfigError: `workdir` holds a run of another config (other than in `RESUMABLE_CHANGES`
+        and `steps`), a finished run of more steps than `config.steps`, or a run whose epoch
+        length the new `steps` would change.
     """
     config_path = os.path.join(workdir, CONFIG)
     if not os.path.exists(config_path):
         return None
-    difference = _first_difference(files.read_json(config_path), json_values(config), ignore=RESUMABLE_CHANGES)
+    stored, wanted = files.read_json(config_path), json_values(config)
+    difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS,))
     if difference:
         key, old, new = difference
         raise ConfigError(
             f"workdir {workdir} holds a run with a different config (config.{key}: {old!r} there, {new!r} now); "
-            f"rerun with the same config to resume it (only {', '.join(RESUMABLE_CHANGES)} may change), "
+            f"rerun with the same config to resume it (only {', '.join(RESUMABLE_CHANGES)} and steps may change), "
             "or pass a new --workdir."
         )
     summary_path = os.path.join(workdir, SUMMARY)
-    return files.read_json(summary_path) if os.path.exists(summary_path) else None
+    summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
+    if stored.get(STEPS) != wanted[STEPS]:
+        _check_new_length(workdir, stored, wanted, summary)
+    if summary is not None and summary.get(STEPS, wanted[STEPS]) < wanted[STEPS]:
+        return None
+    return summary
+
+
+def _check_new_length(workdir, stored, wanted, summary):
+    """Raises `ConfigError` if the run in `workdir` cannot be trained to `wanted` steps."""
+    spe = wanted["steps_per_epoch"]
+    if min(spe, stored[STEPS]) != min(spe, wanted[STEPS]):  # config.schedule's epoch length
+        raise ConfigError(
+            f"the run in {workdir} has epochs of {min(spe, stored[STEPS])} steps; config.steps={wanted[STEPS]} "
+            f"would make them {min(spe, wanted[STEPS])}: pass steps of at least steps_per_epoch ({spe}), "
+            "or a new --workdir."
+        )
+    trained = summary.get(STEPS, 0) if summary is not None else 0
+    if wanted[STEPS] < trained:
+        raise ConfigError(
+            f"the run in {workdir} has trained {trained} steps, more than config.steps={wanted[STEPS]}: pass "
+            f"steps of at least {trained} to train it on, or a new --workdir."
+        )
 
 
 def make_workdir(workdir, config):
@@ -158,6 +193,17 @@ def record_learning_rates(workdir, config, checkpoint=None):
     return change
 
 
+def record_steps(workdir, config):
+    """Writes `config.steps` into the `config.json` of the run in `workdir` if a rerun changed
+    it (`completed_run` allows it); returns the line saying so, or None if unchanged."""
+    config_path = os.path.join(workdir, CONFIG)
+    stored = files.read_json(config_path)
+    if stored.get(STEPS) == config.steps:
+        return None
+    files.write_json(config_path, {**stored, STEPS: config.steps})
+    return f"Schedule changed from {stored.get(STEPS)} to {config.steps} steps; recorded in {config_path}."
+
+
 def describe_learning_rate_change(workdir, change):
     """One line saying what `record_learning_rates` recorded."""
     rates = ", ".join(f"{key} {change[key]['from']:g} -> {change[key]['to']:g}" for key in RESUMABLE_CHANGES)
@@ -198,14 +244,27 @@ class Workdir:
 
     def start(self, out, checkpoint=None):
         """Creates `out` (this process's output: the workdir on the chief) with its `config.json`;
-        on the chief, records a learning-rate change of this rerun (`record_learning_rates`,
-        from the `checkpoint` metadata it resumes from) and returns it, else None.
+        on the chief, records what this rerun changed (`record_learning_rates`, from the
+        `checkpoint` metadata it resumes from; `record_steps`) and returns the lines saying so
+        (none on other workers).
 
         Raises:
-          ConfigError: `out` cannot be written.
+          ConfigError: `out` cannot be written, or the checkpoint lies beyond `config.steps`.
         """
+        if checkpoint and checkpoint["steps"] > self.config.steps:
+            raise ConfigError(
+                f"the run in {self.path} has a checkpoint at step {checkpoint['steps']}, beyond config.steps="
+                f"{self.config.steps}: pass steps of at least {checkpoint['steps']}, or a new --workdir."
+            )
         make_workdir(out, self.config)
-        return record_learning_rates(self.path, self.config, checkpoint) if out == self.path else None
+        if out != self.path:
+            return []
+        change = record_learning_rates(self.path, self.config, checkpoint)
+        notes = [
+            describe_learning_rate_change(self.path, change) if change else None,
+            record_steps(self.path, self.config),
+        ]
+        return [note for note in notes if note]
 
 
 def find(config, workdir=None, runs_root="runs"):

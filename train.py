@@ -14,8 +14,9 @@ A run whose losses or gradients become non-finite stops at once and exits with s
 one line `error: training diverged at step S: ...` naming the player, the last good checkpoint
 (kept in WORKDIR/backup; the diverged epoch writes nothing) and the command that resumes from
 it with smaller learning rates: a tenth of the rates that diverged, at most the config file's.
-A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/learning_rates.json);
-any other change of config is refused.
+A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/learning_rates.json)
+and, with `--workdir`, lengthen the schedule (`--config.steps`: a finished run trains on from
+its last checkpoint); any other change of config is refused.
 
 A finished (or interrupted) run's samples and metrics, from its last checkpoint (the EMA
 generator when it has one), without training:

@@ -48,7 +48,11 @@ in the repository (results.json, results.md, quality.png; the workdirs, cache an
 it are not tracked): `quality_plateau/` digits32 at its shipped 6,000 updates, so the command
 above, rerun on a fresh checkout, trains only the runs still missing; `quality_scale/` mnist and
 digits32 at 3,000 (digits32's former schedule: rerun it with `--override=steps=3000`),
-`quality_augment/` mnist with DiffAugment.
+`quality_augment/` mnist with DiffAugment to 4,000 updates (one seed), `quality_augment8k/`
+to 8,000 (`--override=steps=8000 --override=augment=translation,cutout`; its seed 0 trained on
+from `quality_augment/`'s). On mnist and digits32 a grid's schedule can be lengthened without
+retraining: rerun with a larger `--override=steps=N` and the same `--out`, and each finished run
+trains on from its last checkpoint (`lengthened`; `train.py`'s longer schedule).
 
 Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
 (`STABILIZERS`), each a row per form, alternating included; the ratio "vs alternating" is
@@ -376,6 +380,18 @@ def _comparable(config_values):
         applies = lookahead_applies(values.get("form"), lookahead)
         values["lookahead"] = {**lookahead, "forms": None, "every": lookahead["every"] if applies else 0}
     return values
+
+
+def lengthened(task, old_values, new_values):
+    """Whether a finished run of `old_values` is trained on to `new_values`: the same config but
+    for a longer schedule, on a task whose runs resume from their checkpoints (mnist, digits32:
+    `train.py` trains a finished run on to a longer `steps`)."""
+    old_steps, new_steps = old_values["steps"], new_values["steps"]
+    if TASKS[task].relative is None or new_steps <= old_steps:
+        return False
+    if fp_workdir.schedule_change_refused(old_steps, new_steps, new_values["steps_per_epoch"], finished=True):
+        return False
+    return _comparable({**old_values, "steps": new_steps}) == _comparable(new_values)
 
 
 def _estimate(run, config):
@@ -1155,6 +1171,9 @@ def run(argv):
         old = records.get(r.id)
         if old is None or old["status"] not in ("done", "diverged"):  # never run, or failed: (re)run
             todo.append((r, config))
+        elif old["status"] == "done" and lengthened(r.task, old["config"], json_values(config)):
+            print(f"{r.id}: trained on from {old['config']['steps']} to {config.steps} G updates", flush=True)
+            todo.append((r, config))
         elif _comparable(old["config"]) != _comparable(json_values(config)):
             print(
                 f"error: {results_path} holds run {r.id} with another config; pass another --out "
@@ -1182,7 +1201,10 @@ def run(argv):
     for index, (r, config) in enumerate(todo):
         rec = train_run(r, config, os.path.join(out, "runs", r.id))
         rec["machine"] = machine_of(env)
-        records[r.id] = rec
+        if rec["status"] == "error" and records.get(r.id, {}).get("status") == "done":  # a failed lengthening
+            print(f"{r.id}: not trained on ({rec['error']}); its record kept", flush=True)
+        else:
+            records[r.id] = rec
         write_results(out, list(records.values()), env, grid, plot=False, seconds_per_update=seconds_per_update)
         progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
     write_results(

@@ -285,6 +285,25 @@ class ResumeTest(tu.TestCase):
         self.assertTrue(0 < first < second == resumed["train_seconds"])
         self.assertEqual(set(resumed["final"]), {"fid", "kid", "inception_score"})
 
+        # A longer schedule: the finished run trains on, its history all three processes'.
+        longer = quality.make_config(run, overrides=tiny + ["steps=30"], cache_dir=config.cache_dir)
+        self.assertTrue(quality.lengthened("mnist", fp_config.json_values(config), fp_config.json_values(longer)))
+        extended = quality.train_run(run, longer, workdir)
+        self.assertEqual((extended["status"], extended["steps"]), ("done", 30))
+        self.assertEqual([e["step"] for e in extended["history"]], [10, 20, 30])
+        self.assertAllClose(extended["history"][1]["train_seconds"], second)
+
+    def test_only_a_longer_schedule_of_a_modelled_task_is_trained_on(self):
+        def values(task, **changes):
+            config = quality.make_config(quality.Run(task, "nonsaturating", "fused", 0), cache_dir="c")
+            config.update(changes)
+            return fp_config.json_values(config)
+
+        self.assertTrue(quality.lengthened("digits32", values("digits32"), values("digits32", steps=8000)))
+        self.assertFalse(quality.lengthened("digits32", values("digits32"), values("digits32", steps=1000)))
+        self.assertFalse(quality.lengthened("digits32", values("digits32"), values("digits32", steps=8000, seed=1)))
+        self.assertFalse(quality.lengthened("digits", values("digits"), values("digits", steps=8000)))
+
 
 class QuickGridTest(tu.TestCase):
     def setUp(self):

@@ -197,6 +197,7 @@ class TrainTest(tu.TestCase):
         self.assertIn("Resuming from epoch 2/4 (2 steps done).", printed)
         self.assertIn("Schedule changed from 2 to 4 steps", printed)
         self.assertEqual((summary["steps"], summary["resumed_from_epoch"], summary["config"]["steps"]), (4, 2, 4))
+        self.assertEqual(read_json(os.path.join(extended, "summary_2.json"))["steps"], 2)
         quiet_train(config, straight)
         final = [tu.h5_arrays(os.path.join(d, "backup", "epoch_0004.weights.h5")) for d in (extended, straight)]
         self.assertEqual(sorted(final[0]), sorted(final[1]))

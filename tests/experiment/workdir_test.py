@@ -88,51 +88,35 @@ class LearningRateChangeTest(tu.TestCase):
 
 
 class ScheduleChangeTest(tu.TestCase):
-    def _finished_run(self, steps, steps_per_epoch, name="run"):
+    def _run(self, steps, steps_per_epoch, name="run", finished=True):
         directory = os.path.join(self.get_temp_dir(), name)
         config = tu.tiny_config("ring8")
         config.steps, config.steps_per_epoch = steps, steps_per_epoch
         workdir.make_workdir(directory, config)
-        with open(os.path.join(directory, "summary.json"), "w") as f:
-            json.dump({"steps": steps}, f)
+        if finished:
+            with open(os.path.join(directory, "summary.json"), "w") as f:
+                json.dump({"steps": steps}, f)
         return directory, config
 
     def test_a_longer_schedule_trains_a_finished_run_on_and_is_recorded(self):
-        directory, config = self._finished_run(steps=4, steps_per_epoch=2)
+        directory, config = self._run(steps=4, steps_per_epoch=2)
         config.steps = 8
         self.assertIsNone(workdir.completed_run(directory, config))  # To be trained on.
         run = workdir.find(config, directory)
         self.assertEqual(
             run.start(directory, {"epoch": 2, "steps": 4, "weights": "epoch_0002.weights.h5"}),
-            [f"Schedule changed from 4 to 8 steps; recorded in {directory}/config.json."],
+            [
+                f"Schedule changed from 4 to 8 steps; recorded in {directory}/config.json (the finished run's summary "
+                f"kept as {directory}/summary_4.json)."
+            ],
         )
         with open(os.path.join(directory, "config.json")) as f:
             self.assertEqual(json.load(f), config.to_dict())
+        self.assertEqual(sorted(os.listdir(directory)), ["config.json", "summary_4.json"])
         self.assertEqual(run.start(directory), [])  # Recorded once.
-        # Killed before the longer run ended: its rerun resumes it; back to 4 steps, the finished run.
+        # Killed while training on: unfinished, resumed by the same rerun; shortened again
+        # only down to its last checkpoint.
         self.assertIsNone(workdir.completed_run(directory, config))
-        config.steps = 4
-        self.assertEqual(workdir.completed_run(directory, config), {"steps": 4})
-
-    def test_a_schedule_shorter_than_what_was_trained_or_of_other_epochs_is_refused(self):
-        directory, config = self._finished_run(steps=4, steps_per_epoch=2)
-        config.steps = 2
-        with self.assertRaisesRegex(
-            ConfigError, r"^the run in .*run has trained 4 steps, more than config.steps=2: pass steps of at least 4"
-        ):
-            workdir.completed_run(directory, config)
-        directory, config = self._finished_run(steps=1, steps_per_epoch=2, name="short")  # One epoch of 1 step.
-        config.steps = 4
-        with self.assertRaisesRegex(
-            ConfigError, r"^the run in .*short has epochs of 1 steps; config.steps=4 would make them 2: pass steps of"
-        ):
-            workdir.completed_run(directory, config)
-
-    def test_an_unfinished_run_may_be_shortened_down_to_its_checkpoint(self):
-        directory = os.path.join(self.get_temp_dir(), "run")
-        config = tu.tiny_config("ring8")
-        config.steps, config.steps_per_epoch = 8, 2
-        workdir.make_workdir(directory, config)
         config.steps = 4
         run = workdir.find(config, directory)
         self.assertIsNone(run.summary)
@@ -145,6 +129,34 @@ class ScheduleChangeTest(tu.TestCase):
             run.start(directory, {"epoch": 2, "steps": 4, "weights": "epoch_0002.weights.h5"}),
             [f"Schedule changed from 8 to 4 steps; recorded in {directory}/config.json."],
         )
+
+    def test_a_finished_run_is_not_shortened_and_epochs_keep_their_length(self):
+        directory, config = self._run(steps=4, steps_per_epoch=2)
+        config.steps = 2
+        with self.assertRaisesRegex(
+            ConfigError,
+            r"^the run in .*run has finished 4 steps, more than config.steps=2: pass steps of at least 4, or a new "
+            r"--workdir.$",
+        ):
+            workdir.completed_run(directory, config)
+        directory, config = self._run(steps=1, steps_per_epoch=2, name="single")
+        config.steps = 4
+        with self.assertRaisesRegex(
+            ConfigError,
+            r"^the run in .*single is one epoch of 1 steps \(steps_per_epoch 2\), which another length would change: "
+            r"pass a new --workdir.$",
+        ):
+            workdir.completed_run(directory, config)
+        directory, config = self._run(steps=8, steps_per_epoch=4, name="unfinished", finished=False)
+        config.steps = 2
+        with self.assertRaisesRegex(
+            ConfigError,
+            r"^the run in .*unfinished has epochs of 4 steps, which config.steps=2 would shorten: pass steps of at "
+            r"least 4, or a new --workdir.$",
+        ):
+            workdir.completed_run(directory, config)
+        config.steps = 4  # Unfinished: shorter is allowed.
+        self.assertIsNone(workdir.completed_run(directory, config))
 
 
 class MakeWorkdirTest(tu.TestCase):

@@ -16,6 +16,7 @@ if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 | `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
 | `generator/` | G as a SavedModel: `generator = tf.saved_model.load(path)`, then `generator.serve(z)` |
 | `summary.json` | steps, steps/s, final metrics, metrics per evaluation (`history`), config, paths |
+| `summary_N.json` | the summary of the first N steps, when a rerun lengthened the schedule |
 | `classes.json` | a conditional GAN's class names, by label (`--mode=sample --class=NAME`) |
 | `weight_gradients.json` | the convolutions' weight-gradient formulations timed on this machine (`conv_weight_gradients`), kept for a resume |
 
@@ -34,7 +35,8 @@ augmentation, penalties) and the data stream's position (the stream skips the ba
 trained), so a resumed run ends with the weights of an uninterrupted one. Earlier epochs'
 files are kept. A rerun may
 change `d_lr` and `g_lr` (recorded in `learning_rates.json`) and `steps` (a finished run trains
-on to a longer schedule, as an uninterrupted run of that length); the rest must match. Without an
+on to a longer schedule, as an uninterrupted run of that length; `workdir.record_steps`); the
+rest must match. Without an
 explicit workdir, the most recent unfinished `runs/<name>-*` with the same config is resumed,
 otherwise a new `runs/<name>-<timestamp>` is started.
 

@@ -5,13 +5,16 @@
 
 A workdir belongs to one config: `config.json` is written when the run starts, a rerun with
 the same config resumes it (`callbacks.BackupAndRestore`), another config is refused, and a
-finished run (`summary.json`) is not trained again. Only the learning rates (`RESUMABLE_CHANGES`)
-may differ on a rerun, e.g. to resume a diverged run more gently: `record_learning_rates` then
-appends the change to `learning_rates.json` and `config.json` takes the new rates. And a rerun
-may lengthen (or, before it got there, shorten) the schedule, `steps`, e.g. when FID is still
-falling at the end: the run, finished or not, trains on from its last checkpoint to the new
-`steps` (`record_steps`), exactly as an uninterrupted run of that length (the learning rates
-do not depend on `steps`); the epoch length must stay the same.
+finished run (`summary.json`) is not trained again. Two kinds of change are allowed on a rerun
+(given its `--workdir`):
+* the learning rates (`RESUMABLE_CHANGES`), e.g. to resume a diverged run more gently:
+  `record_learning_rates` appends the change to `learning_rates.json` and `config.json` takes
+  the new rates;
+* the schedule's length, `steps`, e.g. when FID is still falling at the end: the run, finished
+  or not, trains on from its last checkpoint to the new `steps`, exactly as an uninterrupted
+  run of that length (the learning rates do not depend on `steps`); the epochs keep their
+  length, and a run cannot be shortened below what it trained (`schedule_change_refused`,
+  `record_steps`).
 """
 
 import dataclasses
@@ -33,12 +36,13 @@ __all__ = [
     "make_workdir",
     "record_learning_rates",
     "record_steps",
+    "schedule_change_refused",
 ]
 
 CONFIG = "config.json"
 SUMMARY = "summary.json"
 LEARNING_RATES = "learning_rates.json"
-#: The config fields that a rerun may change: the run resumes with the new values.
+#: The learning rates, which a rerun may change: the run resumes with the new values.
 RESUMABLE_CHANGES = ("d_lr", "g_lr")
 #: The config field of the schedule's length: a rerun may change it (`completed_run`).
 STEPS = "steps"
@@ -87,13 +91,13 @@ def _first_difference(old, new, ignore=()):
 def completed_run(workdir, config):
     """The summary of the run of `config` that `workdir` holds if it is complete, else None.
 
-    A finished run whose `steps` are fewer than `config.steps` is not complete: the rerun
-    trains it on (`record_steps`).
+    A run whose `config.json` has another `steps` is not complete: the rerun trains it on to
+    `config.steps` (`record_steps`).
 
     Raises:
       ConfigError: `workdir` holds a run of another config (other than in `RESUMABLE_CHANGES`
-        and `steps`), a finished run of more steps than `config.steps`, or a run whose epoch
-        length the new `steps` would change.
+        and `steps`), or one whose schedule cannot become `config.steps`
+        (`schedule_change_refused`).
     """
     config_path = os.path.join(workdir, CONFIG)
     if not os.path.exists(config_path):
@@ -110,27 +114,35 @@ def completed_run(workdir, config):
     summary_path = os.path.join(workdir, SUMMARY)
     summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
     if stored.get(STEPS) != wanted[STEPS]:
-        _check_new_length(workdir, stored, wanted, summary)
-    if summary is not None and summary.get(STEPS, wanted[STEPS]) < wanted[STEPS]:
-        return None
+        refusal = schedule_change_refused(stored[STEPS], wanted[STEPS], wanted["steps_per_epoch"], summary is not None)
+        if refusal:
+            raise ConfigError(f"the run in {workdir} {refusal}.")
+        return None  # Finished or not, trained on to the new length.
     return summary
 
 
-def _check_new_length(workdir, stored, wanted, summary):
-    """Raises `ConfigError` if the run in `workdir` cannot be trained to `wanted` steps."""
-    spe = wanted["steps_per_epoch"]
-    if min(spe, stored[STEPS]) != min(spe, wanted[STEPS]):  # config.schedule's epoch length
-        raise ConfigError(
-            f"the run in {workdir} has epochs of {min(spe, stored[STEPS])} steps; config.steps={wanted[STEPS]} "
-            f"would make them {min(spe, wanted[STEPS])}: pass steps of at least steps_per_epoch ({spe}), "
-            "or a new --workdir."
+def schedule_change_refused(old_steps, new_steps, steps_per_epoch, finished):
+    """Why a run of `old_steps` (`finished` or not) cannot be trained on to `new_steps`, and what
+    to do, in words that follow "the run in DIR", or None if it can: the epochs must keep their length
+    (`config.schedule`), and a finished run cannot be shortened (an unfinished one can, down
+    to its last checkpoint: `Workdir.start`)."""
+    old_epoch, new_epoch = min(steps_per_epoch, old_steps), min(steps_per_epoch, new_steps)
+    if old_epoch != new_epoch and old_steps < steps_per_epoch:
+        return (
+            f"is one epoch of {old_steps} steps (steps_per_epoch {steps_per_epoch}), which another length would "
+            "change: pass a new --workdir"
         )
-    trained = summary.get(STEPS, 0) if summary is not None else 0
-    if wanted[STEPS] < trained:
-        raise ConfigError(
-            f"the run in {workdir} has trained {trained} steps, more than config.steps={wanted[STEPS]}: pass "
-            f"steps of at least {trained} to train it on, or a new --workdir."
+    if old_epoch != new_epoch:
+        return (
+            f"has epochs of {old_epoch} steps, which config.steps={new_steps} would shorten: pass steps of at "
+            f"least {old_epoch}, or a new --workdir"
         )
+    if finished and new_steps < old_steps:
+        return (
+            f"has finished {old_steps} steps, more than config.steps={new_steps}: pass steps of at least {old_steps}, "
+            "or a new --workdir"
+        )
+    return None
 
 
 def make_workdir(workdir, config):
@@ -194,14 +206,21 @@ def record_learning_rates(workdir, config, checkpoint=None):
 
 
 def record_steps(workdir, config):
-    """Writes `config.steps` into the `config.json` of the run in `workdir` if a rerun changed
-    it (`completed_run` allows it); returns the line saying so, or None if unchanged."""
+    """Records that this rerun changed the schedule's length, if it did: the finished run's
+    `summary.json` (if any) becomes `summary_<old steps>.json`, so that the workdir reads as
+    unfinished until the new length is trained, then `config.json` takes `config.steps`.
+    Returns the line saying so, or None if the length is unchanged. Call it after `completed_run`."""
     config_path = os.path.join(workdir, CONFIG)
     stored = files.read_json(config_path)
     if stored.get(STEPS) == config.steps:
         return None
+    summary_path, kept = os.path.join(workdir, SUMMARY), None
+    if os.path.exists(summary_path):  # before config.json: killed in between, the run reads as unfinished
+        kept = os.path.join(workdir, f"summary_{stored[STEPS]}.json")
+        os.replace(summary_path, kept)
     files.write_json(config_path, {**stored, STEPS: config.steps})
-    return f"Schedule changed from {stored.get(STEPS)} to {config.steps} steps; recorded in {config_path}."
+    line = f"Schedule changed from {stored[STEPS]} to {config.steps} steps; recorded in {config_path}"
+    return f"{line} (the finished run's summary kept as {kept})." if kept else f"{line}."
 
 
 def describe_learning_rate_change(workdir, change):

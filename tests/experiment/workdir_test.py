@@ -131,31 +131,30 @@ class ScheduleChangeTest(tu.TestCase):
         )
 
     def test_a_finished_run_is_not_shortened_and_epochs_keep_their_length(self):
-        directory, config = self._run(steps=4, steps_per_epoch=2)
-        config.steps = 2
-        with self.assertRaisesRegex(
-            ConfigError,
-            r"^the run in .*run has finished 4 steps, more than config.steps=2: pass steps of at least 4, or a new "
-            r"--workdir.$",
-        ):
-            workdir.completed_run(directory, config)
-        directory, config = self._run(steps=1, steps_per_epoch=2, name="single")
-        config.steps = 4
-        with self.assertRaisesRegex(
-            ConfigError,
-            r"^the run in .*single is one epoch of 1 steps \(steps_per_epoch 2\), which another length would change: "
-            r"pass a new --workdir.$",
-        ):
-            workdir.completed_run(directory, config)
-        directory, config = self._run(steps=8, steps_per_epoch=4, name="unfinished", finished=False)
-        config.steps = 2
-        with self.assertRaisesRegex(
-            ConfigError,
-            r"^the run in .*unfinished has epochs of 4 steps, which config.steps=2 would shorten: pass steps of at "
-            r"least 4, or a new --workdir.$",
-        ):
-            workdir.completed_run(directory, config)
-        config.steps = 4  # Unfinished: shorter is allowed.
+        refusals = [
+            # (steps, steps_per_epoch, finished, new steps, the refusal after "the run in DIR ")
+            (4, 2, True, 2, r"has finished 4 steps, more than config.steps=2: pass steps of at least 4, or a new "),
+            (
+                1,
+                2,
+                True,
+                4,
+                r"is one epoch of 1 steps \(steps_per_epoch 2\), which another length would change: pass a new ",
+            ),
+            (
+                8,
+                4,
+                False,
+                2,
+                r"has epochs of 4 steps, which config.steps=2 would shorten: pass steps of at least 4, or a new ",
+            ),
+        ]
+        for index, (steps, steps_per_epoch, finished, new_steps, refusal) in enumerate(refusals):
+            directory, config = self._run(steps, steps_per_epoch, name=f"run{index}", finished=finished)
+            config.steps = new_steps
+            with self.assertRaisesRegex(ConfigError, rf"^the run in .*run{index} {refusal}--workdir.$"):
+                workdir.completed_run(directory, config)
+        config.steps = 4  # The last run is unfinished: shorter is allowed.
         self.assertIsNone(workdir.completed_run(directory, config))
 
 

@@ -394,6 +394,12 @@ def lengthened(task, old_values, new_values):
     return _comparable({**old_values, "steps": new_steps}) == _comparable(new_values)
 
 
+def newer_record(old, new):
+    """The record to keep of a run trained again: `new`, unless it failed where `old` had
+    finished (a lengthening that failed: the finished run stays)."""
+    return old if new["status"] == "error" and old is not None and old["status"] == "done" else new
+
+
 def _estimate(run, config):
     fixed, per_step, per_eval = COST[run.task]
     epochs, _ = schedule(config)
@@ -1201,10 +1207,9 @@ def run(argv):
     for index, (r, config) in enumerate(todo):
         rec = train_run(r, config, os.path.join(out, "runs", r.id))
         rec["machine"] = machine_of(env)
-        if rec["status"] == "error" and records.get(r.id, {}).get("status") == "done":  # a failed lengthening
+        records[r.id] = newer_record(records.get(r.id), rec)
+        if records[r.id] is not rec:
             print(f"{r.id}: not trained on ({rec['error']}); its record kept", flush=True)
-        else:
-            records[r.id] = rec
         write_results(out, list(records.values()), env, grid, plot=False, seconds_per_update=seconds_per_update)
         progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
     write_results(

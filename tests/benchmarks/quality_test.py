@@ -304,6 +304,14 @@ class ResumeTest(tu.TestCase):
         self.assertFalse(quality.lengthened("digits32", values("digits32"), values("digits32", steps=8000, seed=1)))
         self.assertFalse(quality.lengthened("digits", values("digits"), values("digits", steps=8000)))
 
+    def test_a_failed_lengthening_keeps_the_finished_record(self):
+        done, failed, retried = {"status": "done"}, {"status": "error", "error": "x"}, {"status": "done"}
+        self.assertIs(quality.newer_record(done, failed), done)
+        self.assertIs(quality.newer_record(done, retried), retried)
+        again = {"status": "error", "error": "y"}
+        self.assertIs(quality.newer_record(failed, again), again)  # an error replaces an error
+        self.assertIs(quality.newer_record(None, failed), failed)
+
 
 class QuickGridTest(tu.TestCase):
     def setUp(self):

@@ -400,10 +400,13 @@ def newer_record(old, new):
     return old if new["status"] == "error" and old is not None and old["status"] == "done" else new
 
 
-def _estimate(run, config):
+def estimate(run, config, trained_steps=0):
+    """Seconds `run` will take here at `config`, of which `trained_steps` G updates are done
+    (a lengthened run trains only the rest)."""
     fixed, per_step, per_eval = COST[run.task]
-    epochs, _ = schedule(config)
-    return fixed + per_step * config.steps + per_eval * math.ceil(epochs / config.eval_every)
+    epochs, steps_per_epoch = schedule(config)
+    epochs_left = epochs - trained_steps // steps_per_epoch
+    return fixed + per_step * (config.steps - trained_steps) + per_eval * math.ceil(epochs_left / config.eval_every)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1172,7 +1175,7 @@ def run(argv):
     runs, duplicates = distinct(runs)
     if duplicates:
         print(f"{len(duplicates)} runs left out: the same config as another row's ({', '.join(duplicates[:4])}...)")
-    todo = []
+    todo, trained = [], {}
     for r, config in runs:
         old = records.get(r.id)
         if old is None or old["status"] not in ("done", "diverged"):  # never run, or failed: (re)run
@@ -1180,6 +1183,7 @@ def run(argv):
         elif old["status"] == "done" and lengthened(r.task, old["config"], json_values(config)):
             print(f"{r.id}: trained on from {old['config']['steps']} to {config.steps} G updates", flush=True)
             todo.append((r, config))
+            trained[r.id] = old["config"]["steps"]
         elif _comparable(old["config"]) != _comparable(json_values(config)):
             print(
                 f"error: {results_path} holds run {r.id} with another config; pass another --out "
@@ -1187,7 +1191,7 @@ def run(argv):
                 file=sys.stderr,
             )
             return 2
-    estimates = [_estimate(r, c) for r, c in todo]
+    estimates = [estimate(r, c, trained.get(r.id, 0)) for r, c in todo]
     print(
         f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
         f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "

@@ -304,6 +304,17 @@ class ResumeTest(tu.TestCase):
         self.assertFalse(quality.lengthened("digits32", values("digits32"), values("digits32", steps=8000, seed=1)))
         self.assertFalse(quality.lengthened("digits", values("digits"), values("digits", steps=8000)))
 
+    def test_a_lengthened_run_is_estimated_for_the_updates_it_has_left(self):
+        run = quality.Run("mnist", "nonsaturating", "fused", 0)
+        config = quality.make_config(run, cache_dir="c", overrides=("steps=12000",))
+        fixed, per_step, per_eval = quality.COST["mnist"]
+        evals = 12000 // config.steps_per_epoch // config.eval_every
+        self.assertAlmostEqual(quality.estimate(run, config), fixed + 12000 * per_step + evals * per_eval)
+        # 8,000 of 12,000 done: a third of the updates and of the evaluations left.
+        self.assertAlmostEqual(
+            quality.estimate(run, config, trained_steps=8000), fixed + 4000 * per_step + evals / 3 * per_eval
+        )
+
     def test_a_failed_lengthening_keeps_the_finished_record(self):
         done, failed, retried = {"status": "done"}, {"status": "error", "error": "x"}, {"status": "done"}
         self.assertIs(quality.newer_record(done, failed), done)

@@ -2,12 +2,16 @@
 session (not the user's `~/.cache/tf_fusedprop`), also for the subprocesses tests start; and
 the CPU split into two logical devices before TensorFlow initialises them, so that tests
 train under a two-replica `MirroredStrategy` in this process (`testing_utils.two_cpu_strategy`).
-Ops outside a strategy run on the first, as on an unsplit CPU."""
+Ops outside a strategy run on the first, as on an unsplit CPU. And oneDNN on, as `train.py` turns
+it on for its users: TensorFlow reads the setting once, when it is imported, so without it here a
+training run in this process (oneDNN off on an AVX2-only CPU) and one in a subprocess started after
+`train.run` set it (on) would round differently, and a resumed run would not equal a straight one."""
 
 import os
 import tempfile
 
 os.environ.setdefault("TF_FUSEDPROP_CACHE", tempfile.mkdtemp(prefix="tf_fusedprop-test-cache-"))
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 def pytest_configure(config):

@@ -76,6 +76,19 @@ class PlanTest(tu.TestCase):
         quick = quality.make_config(quality.Run(task, "nonsaturating", "fused", 0), quick=True, overrides=["g_lr=5e-4"])
         self.assertEqual((quick.steps, quick.g_lr), (quality.QUICK[task]["steps"], 5e-4))
 
+    @parameterized.parameters(("mnist", "quality_augment_long"), ("digits32", "quality_plateau"))
+    def test_the_shipped_image_configs_are_the_ones_their_tracked_grid_measured(self, task, grid):
+        # The numbers the README quotes for these configs come from these grids: a config edit
+        # (or one inherited, digits32 from mnist) must not leave them describing another config.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        records = read_results(os.path.join(root, "benchmarks", "results", grid))["runs"]
+        self.assertLen([r for r in records if r["task"] == task and r["status"] == "done"], 6)
+        for rec in records:
+            config = quality.make_config(quality.Run(task, rec["loss"], rec["form"], rec["seed"], rec["stabilizer"]))
+            self.assertEqual(
+                quality._comparable(rec["config"]), quality._comparable(fp_config.json_values(config)), rec["id"]
+            )
+
     def test_a_stabilizer_that_leaves_a_runs_effective_config_unchanged_makes_no_run(self):
         runs = [
             quality.Run("ring8", "nonsaturating", form, 0, stabilizer)

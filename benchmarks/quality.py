@@ -46,13 +46,14 @@ across sessions and machines: each record names its machine (results.md counts t
 machine when there is more than one), and `benchmarks/results/` keeps issue 30's finished runs
 in the repository (results.json, results.md, quality.png; the workdirs, cache and warm-up under
 it are not tracked): `quality_plateau/` digits32 at its shipped 6,000 updates, so the command
-above, rerun on a fresh checkout, trains only the runs still missing; `quality_scale/` mnist and
-digits32 at 3,000 (digits32's former schedule: rerun it with `--override=steps=3000`),
-`quality_augment/` mnist with DiffAugment to 4,000 updates (one seed), `quality_augment8k/`
-to 8,000 (`--override=steps=8000 --override=augment=translation,cutout`; its seed 0 trained on
-from `quality_augment/`'s). On mnist and digits32 a grid's schedule can be lengthened without
-retraining: rerun with a larger `--override=steps=N` and the same `--out`, and each finished run
-trains on from its last checkpoint (`lengthened`; `train.py`'s longer schedule).
+above, rerun on a fresh checkout, trains only the runs still missing; `quality_augment_long/`
+mnist as shipped (DiffAugment, 12,000 updates; `--tasks=mnist` and that `--out`), trained on
+from `quality_augment8k/`'s 8,000 (`--override=steps=8000`; its seed 0 trained on from
+`quality_augment/`'s 4,000, one seed); `quality_scale/` mnist and digits32 at 3,000 (their
+former schedules: rerun it with `--override=steps=3000 --override=augment=`). On mnist and
+digits32 a grid's schedule can be lengthened without retraining: rerun with a larger
+`--override=steps=N` and the same `--out`, and each finished run trains on from its last
+checkpoint (`lengthened`; `train.py`'s longer schedule).
 
 Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
 (`STABILIZERS`), each a row per form, alternating included; the ratio "vs alternating" is

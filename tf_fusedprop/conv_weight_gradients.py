@@ -6,7 +6,10 @@ small layers (Zen 5: 26 against 18 ms on SNGAN D's 8x8x256 k4 s2 layer at batch 
 docs/performance.md), while TensorFlow's forward convolution and its matmuls are fast in
 bfloat16 everywhere. The same sum can be written with those:
 
-* `"native"`: `Conv2DBackpropFilter` (what TensorFlow's own gradient runs).
+* `"native"`: `Conv2DBackpropFilter` (what TensorFlow's own gradient runs), except for a 1x1
+  kernel with a stride > 1, whose one tap is one matmul (`"taps"`): there TensorFlow 2.21's
+  oneDNN kernel on AVX2-only CPUs returns wrong gradients, from run to run (up to 0.7 of the
+  gradient's size at 3 or 5 channels; oneDNN is on under `train.py`).
 * `"forward_conv"`: `dW[i, j, c, o] = sum_{n, p, q} x[n, s*p + i, s*q + j, c] * dy[n, p, q, o]`
   is a forward convolution of the padded input with its batch and channel axes swapped
   (`[C, H, W, N]`) by `dy` taken as the filter (`[Ho, Wo, N, O]`), dilated by the stride.
@@ -79,6 +82,8 @@ def _padded(x, kernel_hw, strides, padding):
 
 
 def _native(x, dy, kernel_shape, strides, padding):
+    if tuple(kernel_shape[:2]) == (1, 1) and tuple(strides) != (1, 1):
+        return _taps(x, dy, kernel_shape, strides, padding)
     return tf.raw_ops.Conv2DBackpropFilter(
         input=x,
         filter_sizes=list(kernel_shape),

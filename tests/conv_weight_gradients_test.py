@@ -1,7 +1,12 @@
 """The weight-gradient formulations of a convolution, the per-layer choice, and the layers and
 ops that use them: every formulation equals TensorFlow's own gradient."""
 
+import concurrent.futures
+import contextlib
+import io
 import json
+import os
+import tempfile
 from unittest import mock
 
 import keras
@@ -10,7 +15,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tf_fusedprop import conv_weight_gradients as cwg
-from tf_fusedprop import layers, ops
+from tf_fusedprop import layers, machine, ops
 
 # (input [N, H, W, C], kernel [kh, kw, C, O], strides, padding): odd and even sizes, kernels
 # wider than strides and narrower, 1x1, rows a stride leaves over at the end.
@@ -169,9 +174,16 @@ class ChoiceTest(tu.TestCase):
         with self.assertRaisesRegex(ValueError, r"^Unknown weight_gradient\. Received: weight_gradient='x'"):
             layers.Conv2D(2, 3, weight_gradient="x")
 
+    def fresh_process(self):
+        """As a new process on this machine with the user cache in a new directory: nothing chosen."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(mock.patch.dict(cwg._chosen, clear=True))
+        stack.enter_context(mock.patch.dict("os.environ", {"TF_FUSEDPROP_CACHE": tempfile.mkdtemp(dir=self.get_temp_dir())}))
+        return stack
+
     def test_choose_times_once_per_shape_also_while_a_function_is_traced(self):
         shape, kernel = (None, 6, 6, 4), (3, 3, 4, 4)
-        with mock.patch.object(cwg, "_fastest", wraps=cwg._fastest) as fastest:
+        with self.fresh_process(), mock.patch.object(cwg, "_fastest", wraps=cwg._fastest) as fastest:
 
             @tf.function(input_signature=[tf.TensorSpec(shape, tf.bfloat16)])
             def traced(x):
@@ -179,11 +191,11 @@ class ChoiceTest(tu.TestCase):
 
             first = traced(tf.zeros([3, 6, 6, 4], tf.bfloat16))
             second = cwg.choose((cwg.DEFAULT_BATCH, 6, 6, 4), kernel, (1, 1), "SAME", tf.bfloat16)
-        self.assertIn(first.numpy().decode(), cwg.WEIGHT_GRADIENTS)
-        self.assertEqual(first.numpy().decode(), second)
-        fastest.assert_called_once()
-        key = ((cwg.DEFAULT_BATCH, 6, 6, 4), kernel, (1, 1), "SAME", "bfloat16")
-        self.assertEqual(cwg.chosen()[key], second)
+            self.assertIn(first.numpy().decode(), cwg.WEIGHT_GRADIENTS)
+            self.assertEqual(first.numpy().decode(), second)
+            fastest.assert_called_once()
+            key = ((cwg.DEFAULT_BATCH, 6, 6, 4), kernel, (1, 1), "SAME", "bfloat16")
+            self.assertEqual(cwg.chosen()[key], second)
 
     def test_a_table_file_keeps_the_choices_for_the_next_process(self):
         path = self.get_temp_dir() + "/weight_gradients.json"
@@ -208,11 +220,126 @@ class ChoiceTest(tu.TestCase):
             with self.assertRaisesRegex(ValueError, r"weight_gradients.json is not a table of weight-gradient choices"):
                 with cwg.table_file(path):
                     pass
+        with self.fresh_process(), mock.patch.object(cwg, "_fastest", return_value="taps"):
+            cwg.choose(*key)  # the refused table is not written to afterwards
+        with open(path) as f:
+            self.assertEqual(f.read(), "[1, 2]")
+
+    def test_a_choice_is_timed_once_per_machine_and_read_by_every_later_process(self):
+        key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
+        with self.fresh_process():
+            with mock.patch.object(cwg, "_fastest", return_value="taps") as fastest:
+                self.assertEqual(cwg.choose(*key), "taps")
+            fastest.assert_called_once()
+            with open(cwg.machine_cache_file()) as f:
+                cached = json.load(f)
+            self.assertEqual(cached["choices"], {"2x5x5x3 3x3x3x2 1x1 SAME bfloat16": "taps"})
+            self.assertEqual(cached["machine"], machine.fingerprint())
+            cwg._chosen.clear()  # the next process, timing noise favouring another formulation
+            with mock.patch.object(cwg, "_fastest", return_value="forward_conv") as fastest:
+                self.assertEqual(cwg.choose(*key), "taps")
+            fastest.assert_not_called()
+            path = self.get_temp_dir() + "/weight_gradients.json"
+            with open(path, "w") as f:  # a run's own table (from another machine) wins
+                json.dump({"2x5x5x3 3x3x3x2 1x1 SAME bfloat16": "native"}, f)
+            with cwg.table_file(path):
+                self.assertEqual(cwg.choose(*key), "native")
+
+    @parameterized.parameters(("cpu", "AMD EPYC 9B45"), ("cpu_flags", "avx2"), ("tensorflow", "2.22.0"), ("onednn", "0"))
+    def test_another_machine_or_software_times_again(self, fact, value):
+        key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
+        with self.fresh_process():
+            with mock.patch.object(cwg, "_fastest", return_value="taps"):
+                cwg.choose(*key)
+            here = cwg.machine_cache_file()
+            cwg._chosen.clear()
+            other = {**machine.fingerprint(), fact: value}
+            with mock.patch.object(machine, "fingerprint", return_value=other):
+                self.assertNotEqual(cwg.machine_cache_file(), here)
+                with mock.patch.object(cwg, "_fastest", return_value="forward_conv") as fastest:
+                    self.assertEqual(cwg.choose(*key), "forward_conv")
+                fastest.assert_called_once()
+            self.assertTrue(os.path.exists(here))
+
+    @parameterized.named_parameters(
+        ("not_json", lambda facts, key: "{", "is not a cache of weight-gradient choices"),
+        ("no_choices", lambda facts, key: json.dumps({"machine": facts}), "is not a cache of weight-gradient choices"),
+        ("bad_key", lambda facts, key: json.dumps({"machine": facts, "choices": {"2x5 SAME": "taps"}}), "is not a"),
+        ("bad_name", lambda facts, key: json.dumps({"machine": facts, "choices": {key: "im2col"}}), "names formulations"),
+        (
+            "foreign",
+            lambda facts, key: json.dumps({"machine": {**facts, "cores": 512}, "choices": {key: "native"}}),
+            "was written for another machine or software",
+        ),
+    )
+    def test_a_damaged_or_foreign_cache_is_timed_again_in_one_line(self, text, message):
+        key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
+        with self.fresh_process():
+            path = cwg.machine_cache_file()
+            os.makedirs(os.path.dirname(path))
+            with open(path, "w") as f:
+                f.write(text(machine.fingerprint(), cwg._key_text(key)))
+            said = io.StringIO()
+            with contextlib.redirect_stderr(said), mock.patch.object(cwg, "_fastest", return_value="taps") as fastest:
+                self.assertEqual(cwg.choose(*key), "taps")
+            fastest.assert_called_once()
+            self.assertEqual(said.getvalue().count("\n"), 1)
+            self.assertRegex(said.getvalue(), f"^tf_fusedprop: {path} {message}.*; timing the formulations again.$")
+            with open(path) as f:
+                self.assertEqual(json.load(f)["choices"], {cwg._key_text(key): "taps"})
+
+    def test_a_cache_that_cannot_be_written_times_in_the_process_in_one_line(self):
+        key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
+        with self.fresh_process():
+            blocker = os.path.join(os.environ["TF_FUSEDPROP_CACHE"], "weight_gradients")
+            os.makedirs(os.path.dirname(blocker), exist_ok=True)
+            open(blocker, "w").close()  # a file where the cache's directory should be
+            said = io.StringIO()
+            with contextlib.redirect_stderr(said), mock.patch.object(cwg, "_fastest", return_value="taps"):
+                self.assertEqual(cwg.choose(*key), "taps")
+            self.assertRegex(said.getvalue(), r"^tf_fusedprop: cannot keep weight-gradient choices in .*; timing them in this process.\n$")
 
     def test_keeps_the_native_kernel_unless_another_is_clearly_faster(self):
         self.assertEqual(cwg._pick({"native": 1.0, "forward_conv": 0.95, "taps": 1.5}), "native")
         self.assertEqual(cwg._pick({"native": 1.0, "forward_conv": 0.6, "taps": 0.5}), "taps")
         self.assertEqual(cwg._pick({"native": 1.0}), "native")
+
+
+# A conv GAN trained in bfloat16 under "auto", in a fresh process whose timing favours one formulation.
+SAME_SEED_RUN = """
+import hashlib
+import keras, numpy as np
+import tf_fusedprop as fp
+from tf_fusedprop import conv_weight_gradients as cwg, networks
+cwg._pick = lambda medians: {favoured!r}
+keras.utils.set_random_seed(0)
+size = dict(image_size=16, width=16, dtype="mixed_bfloat16")
+g, d = networks.digits_generator(latent_dim=8, **size), networks.digits_discriminator(**size)
+gan = fp.FusedPropGAN(g, d, loss="nonsaturating", form="fused", seed=0)
+gan.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
+real = np.random.default_rng(1).uniform(-1, 1, size=(64, 16, 16, 1)).astype("float32")
+gan.fit(real, batch_size=16, epochs=2, verbose=0, shuffle=False)
+print("CHOSEN", " ".join(sorted(set(cwg.chosen().values()))))
+print("WEIGHTS", hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in g.weights + d.weights)).hexdigest())
+"""
+
+
+class SameSeedTest(tu.TestCase):
+    def run_favouring(self, favoured, cache):
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_FUSEDPROP_CACHE": cache}
+        result = tu.run_script(SAME_SEED_RUN.format(favoured=favoured), env=env)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        return tu.marked_lines(result.stdout)
+
+    def test_two_runs_of_one_seed_on_one_machine_are_bit_identical_whatever_the_timing_says(self):
+        machine_cache, other_machine = (tempfile.mkdtemp(dir=self.get_temp_dir()) for _ in range(2))
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first, elsewhere = pool.map(self.run_favouring, ("native", "taps"), (machine_cache, other_machine))
+        second = self.run_favouring("taps", machine_cache)
+        self.assertEqual((first["CHOSEN"], second["CHOSEN"], elsewhere["CHOSEN"]), ("native", "native", "taps"))
+        self.assertEqual(second["WEIGHTS"], first["WEIGHTS"])
+        # Without the machine's cache the timing would have decided, and the runs would differ:
+        self.assertNotEqual(elsewhere["WEIGHTS"], first["WEIGHTS"])
 
 
 class LayerTest(tu.TestCase):

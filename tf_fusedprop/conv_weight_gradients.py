@@ -17,23 +17,38 @@ bfloat16 everywhere. The same sum can be written with those:
   multiplies (`M = N * Ho * Wo`).
 
 All give the same gradient up to the dtype's rounding. Which is fastest depends on the CPU, the
-dtype and the layer's shape, so under the `"auto"` policy `choose` times them on this machine,
-once per process and shape, for the narrow dtypes (bfloat16, float16) on CPUs; float32/float64
-and GPUs keep the native kernel, which measured best or equal on every layer in float32. A
-layer's `weight_gradient` argument, `set_policy` and the `TF_FUSEDPROP_WEIGHT_GRADIENT`
-environment variable override the choice. The formulations round differently and the timing
-can pick differently from one process to the next, so a run that must resume exactly keeps its
-choices in a file (`table_file`; `train.py` keeps them in the run's directory).
+dtype and the layer's shape, so under the `"auto"` policy `choose` times them on this machine
+for the narrow dtypes (bfloat16, float16) on CPUs; float32/float64 and GPUs keep the native
+kernel, which measured best or equal on every layer in float32. A layer's `weight_gradient`
+argument, `set_policy` and the `TF_FUSEDPROP_WEIGHT_GRADIENT` environment variable override the
+choice.
+
+The formulations round differently, a GAN's dynamics amplify the difference, and timing on a
+busy machine is noisy, so a choice is timed once per machine, not once per process: it is kept
+in the user cache (`machine_cache_file`: `weight_gradients/<key>.json` under
+`machine.user_cache_dir()`, keyed by `machine.fingerprint()`: CPU model and flags, cores,
+TensorFlow's version, oneDNN, this package's version) and read by every later process there,
+so two runs of one seed on one machine train alike. A run that must resume exactly on another
+machine also keeps its own choices in a file (`table_file`; `train.py` keeps them in the run's
+directory), which wins over the machine's.
 """
 
 import contextlib
 import json
 import os
 import statistics
+import sys
 import threading
 import time
 
 import tensorflow as tf
+
+from tf_fusedprop import machine
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: processes that time at once may each keep their own choice
+    fcntl = None
 
 __all__ = [
     "POLICIES",
@@ -43,6 +58,7 @@ __all__ = [
     "chosen",
     "conv_output_size",
     "explicit_padding",
+    "machine_cache_file",
     "policy",
     "resolve",
     "set_policy",
@@ -215,8 +231,8 @@ def table_file(path):
     Raises:
       ValueError: the file is not such a table (one line, naming it).
     """
-    _load_table(path)
     try:
+        _load_table(path)
         yield
     finally:
         with _lock:
@@ -240,11 +256,14 @@ def _load_table(path):
 
 
 def _save_table():
-    path = _table["path"]
-    with open(path + ".tmp", "w") as f:
-        json.dump({_key_text(key): _chosen[key] for key in sorted(_table["used"])}, f, indent=1)
-    os.replace(path + ".tmp", path)
+    _write_json(_table["path"], {_key_text(key): _chosen[key] for key in sorted(_table["used"])})
     _table["saved"] = set(_table["used"])
+
+
+def _write_json(path, value):
+    with open(path + ".tmp", "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def chosen():
@@ -253,10 +272,13 @@ def chosen():
         return dict(_chosen)
 
 
+@tf.autograph.experimental.do_not_convert  # plain Python, also when a traced layer calls it
 def choose(x_shape, kernel_shape, strides, padding, dtype, rounds=5):
-    """The fastest formulation for this convolution on this machine, timed once per process.
+    """The fastest formulation for this convolution on this machine, timed once per machine.
 
-    The native kernel is kept unless another's median time is below `MARGIN` times its own. The
+    Taken from this process's earlier choices (those of a `table_file` among them), else from
+    this machine's cache (`machine_cache_file`), else timed now and added to that cache. The
+    native kernel is kept unless another's median time is below `MARGIN` times its own. The
     timing runs eagerly (also when called while a `tf.function` is traced) on random tensors of
     the layer's shapes, `DEFAULT_BATCH` samples where the batch is not static.
     """
@@ -270,12 +292,84 @@ def choose(x_shape, kernel_shape, strides, padding, dtype, rounds=5):
     )
     with _lock:
         if key not in _chosen:
-            with tf.init_scope():
-                _chosen[key] = _fastest(*key, rounds=rounds)
+            _chosen[key] = _machine_choice(key, rounds)
         if _table["path"] is not None and key not in _table["saved"]:
             _table["used"].add(key)
             _save_table()
         return _chosen[key]
+
+
+def machine_cache_file():
+    """This machine's cache of timed choices: `weight_gradients/<key>.json` in the user cache,
+    `<key>` naming `machine.fingerprint()` (another CPU, TensorFlow or oneDNN setting: another
+    file, timed afresh)."""
+    key = machine.fingerprint_key(machine.fingerprint())
+    return os.path.join(machine.user_cache_dir(), "weight_gradients", f"{key}.json")
+
+
+def _machine_choice(key, rounds):
+    """`key`'s formulation from this machine's cache, timed and added there if it has none."""
+    path, facts = machine_cache_file(), machine.fingerprint()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with _machine_lock(path + ".lock"):
+            choices = _read_machine_cache(path, facts)
+            text = _key_text(key)
+            if text not in choices:
+                choices[text] = _timed(key, rounds)
+                _write_json(path, {"machine": facts, "choices": choices})
+            return choices[text]
+    except OSError as err:
+        _say(f"cannot keep weight-gradient choices in {path} ({err.strerror or err}); timing them in this process.")
+        return _timed(key, rounds)
+
+
+def _timed(key, rounds):
+    with tf.init_scope():
+        return _fastest(*key, rounds=rounds)
+
+
+@contextlib.contextmanager
+def _machine_lock(path):
+    """Holds other processes that choose on this machine until this one has timed and saved."""
+    if fcntl is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _read_machine_cache(path, facts):
+    """The `{key text: formulation}` cached for `facts` in `path`; {} (said in one line) where it is
+    damaged or was written for another machine."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            cached = json.load(f)
+        choices = dict(cached["choices"])
+        problem = None
+        if cached["machine"] != facts:
+            problem = "was written for another machine or software"
+        elif not set(choices.values()) <= set(WEIGHT_GRADIENTS):
+            problem = f"names formulations other than {', '.join(WEIGHT_GRADIENTS)}"
+        else:
+            for text in choices:
+                _key_of(text)
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        problem = f"is not a cache of weight-gradient choices ({type(err).__name__}: {err})"
+    if problem is None:
+        return choices
+    _say(f"{path} {problem}; timing the formulations again.")
+    return {}
+
+
+def _say(line):
+    print(f"tf_fusedprop: {line}", file=sys.stderr, flush=True)
 
 
 def _fastest(x_shape, kernel_shape, strides, padding, dtype, rounds):

@@ -25,6 +25,7 @@ import urllib.parse
 import urllib.request
 
 from tf_fusedprop.experiment import files
+from tf_fusedprop.machine import user_cache_dir  # also this module's: where downloads go by default
 
 __all__ = [
     "TIMEOUT",
@@ -50,15 +51,6 @@ class DownloadError(OSError):
 def is_url(path):
     """Whether `path` is a URL that this module downloads (http, https or file)."""
     return str(path).lower().startswith(_SCHEMES)
-
-
-def user_cache_dir():
-    """The user's cache of evaluation models and reference statistics, shared by all runs:
-    `$TF_FUSEDPROP_CACHE` if set, else `$XDG_CACHE_HOME/tf_fusedprop` (`~/.cache/tf_fusedprop`)."""
-    if os.environ.get("TF_FUSEDPROP_CACHE"):
-        return os.environ["TF_FUSEDPROP_CACHE"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tf_fusedprop")
 
 
 def default_cache_dir():

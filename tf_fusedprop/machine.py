@@ -1,0 +1,74 @@
+"""What identifies this machine to a choice made by measuring on it, and where such choices live.
+
+A choice timed on one machine (which weight-gradient formulation is fastest,
+`conv_weight_gradients`) holds for every later process on the same machine with the same
+software, and only there. `fingerprint` names what decides it: the CPU model and flags, the
+cores this process may use, TensorFlow's version and whether oneDNN is on (its kernels differ
+completely), and this package's version (its formulations). `user_cache_dir` is where every run
+and every `fit` user of this account shares such measurements.
+
+This module imports nothing of TensorFlow until `fingerprint` is called.
+"""
+
+import hashlib
+import json
+import os
+
+from tf_fusedprop import precision
+
+__all__ = ["cpu_model", "fingerprint", "fingerprint_key", "user_cache_dir"]
+
+# TensorFlow reads the switch once, when it is imported; the package imports it first thing.
+_ONEDNN_AT_IMPORT = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")
+
+
+def user_cache_dir():
+    """The user's cache shared by all runs (evaluation models, reference statistics, measured
+    choices): `$TF_FUSEDPROP_CACHE` if set, else `$XDG_CACHE_HOME/tf_fusedprop`
+    (`~/.cache/tf_fusedprop`)."""
+    if os.environ.get("TF_FUSEDPROP_CACHE"):
+        return os.environ["TF_FUSEDPROP_CACHE"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tf_fusedprop")
+
+
+def cpu_model(path="/proc/cpuinfo"):
+    """The CPU's model name from `path` ("" where it names none, as on some ARM kernels)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 0
+
+
+def fingerprint():
+    """`{name: value}` of everything that decides which measured choice is right here."""
+    import tensorflow as tf  # Lazy: the module's cache directory needs no TensorFlow.
+
+    import tf_fusedprop
+
+    return {
+        "cpu": cpu_model(),
+        "cpu_flags": " ".join(sorted(precision.cpu_flags())),
+        "cores": _cores(),
+        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "tensorflow": tf.__version__,
+        "onednn": _ONEDNN_AT_IMPORT,
+        "tf_fusedprop": tf_fusedprop.__version__,
+    }
+
+
+def fingerprint_key(facts):
+    """A short file-name-safe key of `fingerprint()`'s facts: equal facts, equal key."""
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]

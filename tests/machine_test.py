@@ -1,0 +1,50 @@
+"""What identifies this machine to a measured choice, and the user cache where such choices live."""
+
+import os
+from unittest import mock
+
+import tensorflow as tf
+
+import tf_fusedprop
+from tests import testing_utils as tu
+from tf_fusedprop import machine
+
+
+class MachineTest(tu.TestCase):
+    def test_user_cache_dir_follows_the_variables_in_order(self):
+        with mock.patch.dict("os.environ", {"TF_FUSEDPROP_CACHE": "/c/mine", "XDG_CACHE_HOME": "/x"}):
+            self.assertEqual(machine.user_cache_dir(), "/c/mine")
+        with mock.patch.dict("os.environ", {"TF_FUSEDPROP_CACHE": "", "XDG_CACHE_HOME": "/x"}):
+            self.assertEqual(machine.user_cache_dir(), "/x/tf_fusedprop")
+        with mock.patch.dict("os.environ", {"TF_FUSEDPROP_CACHE": "", "XDG_CACHE_HOME": "", "HOME": "/home/u"}):
+            self.assertEqual(machine.user_cache_dir(), "/home/u/.cache/tf_fusedprop")
+
+    def test_cpu_model_is_read_from_cpuinfo_and_empty_where_it_names_none(self):
+        path = os.path.join(self.get_temp_dir(), "cpuinfo")
+        with open(path, "w") as f:
+            f.write("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B45\nflags\t\t: fpu avx2\n")
+        self.assertEqual(machine.cpu_model(path), "AMD EPYC 9B45")
+        with open(path, "w") as f:
+            f.write("processor\t: 0\nFeatures\t: fp asimd\nCPU part\t: 0xd40\n")
+        self.assertEqual(machine.cpu_model(path), "")
+        self.assertEqual(machine.cpu_model(path + ".missing"), "")
+
+    def test_fingerprint_names_what_decides_a_timed_choice(self):
+        facts = machine.fingerprint()
+        self.assertEqual(facts["tensorflow"], tf.__version__)
+        self.assertEqual(facts["tf_fusedprop"], tf_fusedprop.__version__)
+        self.assertEqual(facts["cpu"], machine.cpu_model())
+        self.assertGreaterEqual(facts["cores"], 1)
+        self.assertEqual(facts["onednn"], os.environ.get("TF_ENABLE_ONEDNN_OPTS", ""))  # conftest sets it first
+
+    def test_the_key_is_stable_and_changes_with_any_fact(self):
+        facts = machine.fingerprint()
+        key = machine.fingerprint_key(facts)
+        self.assertRegex(key, r"^[0-9a-f]{16}$")
+        self.assertEqual(machine.fingerprint_key(dict(reversed(list(facts.items())))), key)
+        for name in facts:
+            self.assertNotEqual(machine.fingerprint_key({**facts, name: "other"}), key, name)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -2,10 +2,12 @@
 
 from ml_collections import config_dict
 
+from tf_fusedprop import forms as fp_forms
+
 #: The forms that update both players from one computation.
-SIMULTANEOUS_FORMS = ("fused", "inverse", "adaptive", "simultaneous")
+SIMULTANEOUS_FORMS = fp_forms.SIMULTANEOUS_FORMS
 #: Every form (`lookahead.forms`' default: Lookahead applies to whatever form is chosen).
-ALL_FORMS = SIMULTANEOUS_FORMS + ("alternating",)
+ALL_FORMS = fp_forms.FORMS
 
 
 def get_base_config():

@@ -102,7 +102,7 @@ def main():
         for dtype in ("float32", "float64")
     ]
     for loss in fp.losses.names():
-        forms = [form for form in ("fused", "inverse", "adaptive") if fp.steps.supports(loss, form)]
+        forms = [form for form in ("fused", "inverse", "adaptive") if fp.forms.supports(loss, form)]
         # The reference is computed once per loss and pair, for all its forms.
         columns = [
             relative_differences(generator, discriminator, loss, forms, everything, dtype)

@@ -178,7 +178,9 @@ class ChoiceTest(tu.TestCase):
         """As a new process on this machine with the user cache in a new directory: nothing chosen."""
         stack = contextlib.ExitStack()
         stack.enter_context(mock.patch.dict(cwg._chosen, clear=True))
-        stack.enter_context(mock.patch.dict("os.environ", {"TF_FUSEDPROP_CACHE": tempfile.mkdtemp(dir=self.get_temp_dir())}))
+        stack.enter_context(
+            mock.patch.dict("os.environ", {"TF_FUSEDPROP_CACHE": tempfile.mkdtemp(dir=self.get_temp_dir())})
+        )
         return stack
 
     def test_choose_times_once_per_shape_also_while_a_function_is_traced(self):
@@ -245,7 +247,9 @@ class ChoiceTest(tu.TestCase):
             with cwg.table_file(path):
                 self.assertEqual(cwg.choose(*key), "native")
 
-    @parameterized.parameters(("cpu", "AMD EPYC 9B45"), ("cpu_flags", "avx2"), ("tensorflow", "2.22.0"), ("onednn", "0"))
+    @parameterized.parameters(
+        ("cpu", "AMD EPYC 9B45"), ("cpu_flags", "avx2"), ("tensorflow", "2.22.0"), ("onednn", "0")
+    )
     def test_another_machine_or_software_times_again(self, fact, value):
         key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
         with self.fresh_process():
@@ -265,7 +269,11 @@ class ChoiceTest(tu.TestCase):
         ("not_json", lambda facts, key: "{", "is not a cache of weight-gradient choices"),
         ("no_choices", lambda facts, key: json.dumps({"machine": facts}), "is not a cache of weight-gradient choices"),
         ("bad_key", lambda facts, key: json.dumps({"machine": facts, "choices": {"2x5 SAME": "taps"}}), "is not a"),
-        ("bad_name", lambda facts, key: json.dumps({"machine": facts, "choices": {key: "im2col"}}), "names formulations"),
+        (
+            "bad_name",
+            lambda facts, key: json.dumps({"machine": facts, "choices": {key: "im2col"}}),
+            "names formulations",
+        ),
         (
             "foreign",
             lambda facts, key: json.dumps({"machine": {**facts, "cores": 512}, "choices": {key: "native"}}),
@@ -297,7 +305,10 @@ class ChoiceTest(tu.TestCase):
             said = io.StringIO()
             with contextlib.redirect_stderr(said), mock.patch.object(cwg, "_fastest", return_value="taps"):
                 self.assertEqual(cwg.choose(*key), "taps")
-            self.assertRegex(said.getvalue(), r"^tf_fusedprop: cannot keep weight-gradient choices in .*; timing them in this process.\n$")
+            self.assertRegex(
+                said.getvalue(),
+                r"^tf_fusedprop: cannot keep weight-gradient choices in .*; timing them in this process.\n$",
+            )
 
     def test_keeps_the_native_kernel_unless_another_is_clearly_faster(self):
         self.assertEqual(cwg._pick({"native": 1.0, "forward_conv": 0.95, "taps": 1.5}), "native")

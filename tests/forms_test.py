@@ -5,8 +5,9 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_fusedprop as fp
+from configs import base
 from tests import testing_utils as tu
-from tf_fusedprop import forms
+from tf_fusedprop import forms, losses, steps
 
 
 class GetTest(tu.TestCase):
@@ -55,6 +56,36 @@ class PhasesTest(tu.TestCase):
         self.assertEqual(set(grads), {"discriminator", "generator"})
         self.assertLen(grads["generator"], len(generator.trainable_variables))
         self.assertEqual(set(logs), set(phase.logs))
+
+
+class NameCheckTest(tu.TestCase):
+    def test_hinge_refuses_fused(self):
+        hinge = losses.get("hinge")
+        self.assertFalse(forms.supports(hinge, "fused"))
+        self.assertTrue(forms.supports(hinge, "inverse"))
+        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'. Use one of: inverse"):
+            forms.check_form("hinge", "fused")
+
+    def test_unknown_form(self):
+        with self.assertRaisesRegex(ValueError, "Received: form='fast'"):
+            forms.check_form("minimax", "fast")
+        self.assertFalse(forms.supports("minimax", "fast"))
+
+    def test_one_table_names_every_form(self):
+        self.assertEqual(forms.FORMS, ("fused", "inverse", "adaptive", "simultaneous", "alternating"))
+        self.assertEqual(fp.FORMS, forms.FORMS)
+        self.assertEqual([forms.get(name).name for name in forms.FORMS], list(forms.FORMS))
+        self.assertEqual(forms.SINGLE_PASS_FORMS, tuple(rule.name for rule in steps.SINGLE_PASS_RULES))
+        self.assertEqual(forms.SIMULTANEOUS_FORMS, ("fused", "inverse", "adaptive", "simultaneous"))
+        self.assertEqual(base.ALL_FORMS, forms.FORMS)
+
+    def test_a_form_keeps_its_rule_and_builds_its_phases_once(self):
+        form = forms.SinglePass("adaptive", n_dis=2)
+        self.assertIs(form.rule, steps.ADAPTIVE)
+        self.assertIs(form.phases[-1], form.phases[-1])
+        self.assertIs(steps.ADAPTIVE.for_loss(losses.get("hinge")), steps.INVERSE)
+        self.assertIs(steps.FUSED.for_loss(losses.get("hinge")), steps.FUSED)  # refused before it is asked
+        self.assertIs(steps.ADAPTIVE.for_loss(losses.get("minimax")), steps.ADAPTIVE)
 
 
 class CheckTest(tu.TestCase):

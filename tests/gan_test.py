@@ -311,7 +311,7 @@ class MixedFloat16Test(tu.TestCase):
         real, z = tu.tiny_batch()
         for loss_scale in (None, 2.0**15):
             scale_loss = None if loss_scale is None else (lambda objective, s=loss_scale: objective * s)
-            result = fp.steps.simgd_step(
+            result = fp.forms.simgd_step(
                 generator,
                 discriminator,
                 fp.Batch(real, z),
@@ -329,7 +329,7 @@ class MixedFloat16Test(tu.TestCase):
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
         scale = 2.0**15
-        scaled = fp.steps.simgd_step(
+        scaled = fp.forms.simgd_step(
             generator,
             discriminator,
             fp.Batch(real, z),
@@ -338,7 +338,7 @@ class MixedFloat16Test(tu.TestCase):
             options=fp.steps.StepOptions(scale_loss=lambda objective: objective * scale),
         )
         state.restore()
-        reference = fp.steps.simgd_step(generator, discriminator, fp.Batch(real, z), "nonsaturating", "simultaneous")
+        reference = fp.forms.simgd_step(generator, discriminator, fp.Batch(real, z), "nonsaturating", "simultaneous")
         # float16 carries ~3 decimal digits: compare the unscaled gradients at that precision.
         actual = [g.numpy().astype("float64") / scale for g in list(scaled.d_grads) + list(scaled.g_grads)]
         expected = [g.numpy().astype("float64") for g in list(reference.d_grads) + list(reference.g_grads)]

@@ -6,7 +6,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tests import tfgan_oracle
-from tf_fusedprop import losses, steps
+from tf_fusedprop import forms, losses
 
 Y = np.array([-3.0, -1.5, -0.7, -0.2, 0.3, 0.8, 1.7, 4.0])
 softplus = lambda x: np.log1p(np.exp(x))  # noqa: E731
@@ -136,7 +136,7 @@ class TFGANOracleTest(tu.TestCase):
             d_value, g_value = d_loss(self.real, self.fake), g_loss(self.fake)
         d_grad, g_grad = tape.gradient(d_value, self.fake), tape.gradient(g_value, self.fake)
         self.assertAllClose(loss.lambda_inv(self.fake), d_grad / g_grad, rtol=1e-5)
-        if steps.supports(name, "fused"):  # Hinge has no lambda: D's fake gradient vanishes below y = -1.
+        if forms.supports(name, "fused"):  # Hinge has no lambda: D's fake gradient vanishes below y = -1.
             self.assertAllClose(loss.lambda_(self.fake), g_grad / d_grad, rtol=1e-5)
 
 

@@ -8,10 +8,9 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
-from tf_fusedprop import compute_gradients, networks
+from tf_fusedprop import compute_gradients, forms, networks
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop.networks import conditional
-from tf_fusedprop.steps import check_discriminator
 
 # name -> (generator kwargs, discriminator kwargs, sample shape): tiny versions of every network.
 TINY = {
@@ -85,7 +84,9 @@ class ShapesTest(tu.TestCase):
             lowest = bottom if make_d is networks.cnn_discriminator else 2 * bottom
             self.assertEqual(sides(d)[0], lowest, make_d.__name__)
             self.assertEqual(sides(d)[-1], size, make_d.__name__)
-        check_discriminator(networks.cnn_discriminator(input_shape=(size, size, 1), width=4, bottom=bottom), "inverse")
+        forms.get("inverse").check_discriminator(
+            networks.cnn_discriminator(input_shape=(size, size, 1), width=4, bottom=bottom)
+        )
 
     def test_an_image_side_not_bottom_times_a_power_of_two_is_refused(self):
         with self.assertRaisesRegex(ValueError, r"bottom \* 2\*\*k \(k >= 1\). Received: image_size=40, bottom=6"):
@@ -132,14 +133,14 @@ class FormsTest(tu.TestCase):
     def test_discriminators_support_every_form(self, name):
         _, discriminator = tiny_pair(name)
         for form in ("fused", "inverse", "adaptive"):
-            check_discriminator(discriminator, form)
+            forms.get(form).check_discriminator(discriminator)
 
     def test_plain_keras_dense_in_discriminator_is_refused(self):
         inputs = keras.Input((2,))
         x = fp_layers.Dense(4)(inputs)
         x = keras.layers.Dense(1)(x)
         with self.assertRaisesRegex(ValueError, "InvFusedProp-capable"):
-            check_discriminator(keras.Model(inputs, x), "inverse")
+            forms.get("inverse").check_discriminator(keras.Model(inputs, x))
 
     @parameterized.product(name=networks.names(), form_sn=[("inverse", True), ("inverse", False), ("adaptive", False)])
     def test_single_pass_forms_match_simultaneous(self, name, form_sn):
@@ -200,7 +201,7 @@ class ConditionalTest(tu.TestCase):
         other = discriminator([images, tf.constant([2, 3, 0])], training=False)
         self.assertNotAllClose(other, discriminator([images, tf.constant([0, 1, 4])], training=False))
         for form in ("fused", "inverse", "adaptive"):
-            check_discriminator(discriminator, form)
+            forms.get(form).check_discriminator(discriminator)
 
     def test_conditional_batch_norm_scales_and_shifts_per_class(self):
         layer = conditional.ConditionalBatchNormalization(3)

@@ -10,13 +10,13 @@ from absl.testing import parameterized
 
 import tf_fusedprop as fp
 from tests import testing_utils as tu
-from tf_fusedprop import losses, regularizers, steps
+from tf_fusedprop import forms, regularizers, steps
 from tf_fusedprop.augment import DiffAugment
 
 VALID_PAIRS = [
     (loss, form)
     for loss, form in itertools.product(fp.losses.names(), ("fused", "inverse", "adaptive", "simultaneous"))
-    if steps.supports(loss, form)
+    if forms.supports(loss, form)
 ]
 
 
@@ -88,7 +88,7 @@ class ExactnessTest(tu.TestCase):
         generator, discriminator = tu.tiny_pair()
         real, z = tu.tiny_batch()
         state = tu.StateSnapshot(generator, discriminator)
-        result = steps.simgd_step(generator, discriminator, fp.Batch(real, z), "least_squares", "adaptive")
+        result = forms.simgd_step(generator, discriminator, fp.Batch(real, z), "least_squares", "adaptive")
         state.restore()
         y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
         self.assertAllClose(result.real_logits, y[:6])
@@ -244,20 +244,6 @@ class AugmentedExactnessTest(tu.TestCase):
         )
         diff = tu.max_relative_difference(list(d_grads) + list(g_grads), list(expected[0]) + list(expected[1]))
         self.assertLess(diff, 1e-10)
-
-
-class FormCheckTest(tu.TestCase):
-    def test_hinge_refuses_fused(self):
-        hinge = losses.get("hinge")
-        self.assertFalse(steps.supports(hinge, "fused"))
-        self.assertTrue(steps.supports(hinge, "inverse"))
-        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'. Use one of: inverse"):
-            steps.check_form("hinge", "fused")
-
-    def test_unknown_form(self):
-        with self.assertRaisesRegex(ValueError, "Received: form='fast'"):
-            steps.check_form("minimax", "fast")
-        self.assertFalse(steps.supports("minimax", "fast"))
 
 
 class ConventionalStepTest(tu.TestCase):

@@ -21,12 +21,11 @@ from tf_fusedprop.accumulation import GradientAccumulator  # noqa: E402
 from tf_fusedprop.augment import DiffAugment  # noqa: E402
 from tf_fusedprop.batch import Batch  # noqa: E402
 from tf_fusedprop.ema import EMA  # noqa: E402
-from tf_fusedprop.forms import Alternating, Simultaneous, SinglePass  # noqa: E402
+from tf_fusedprop.forms import FORMS, Alternating, Simultaneous, SinglePass, compute_gradients  # noqa: E402
 from tf_fusedprop.gan import FusedPropGAN  # noqa: E402
 from tf_fusedprop.lookahead import Lookahead  # noqa: E402
 from tf_fusedprop.ops import scale_gradient  # noqa: E402
 from tf_fusedprop.regularizers import R1, GradientPenalty  # noqa: E402
-from tf_fusedprop.steps import FORMS, compute_gradients  # noqa: E402
 
 __all__ = [
     "EMA",

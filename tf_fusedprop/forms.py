@@ -7,26 +7,44 @@ computation), with a function that forms the gradients of the players it updates
 | form | phases of one step |
 |---|---|
 | `Alternating(n_dis)` | `n_dis` x D (`discriminator_step`, fresh latents each), then G (`generator_step`, fresh latents) |
-| `SinglePass("fused" / "inverse" / "adaptive", n_dis)` | `n_dis - 1` x D, then both players from one forward and one backward pass (`simgd_step`) |
-| `Simultaneous(n_dis)` | `n_dis - 1` x D, then both players from one forward and two backward passes (two-pass SimGD, the reference) |
+| `SinglePass("fused" / "inverse" / "adaptive", n_dis)` | `n_dis - 1` x D, then both players from one forward and one backward pass (`steps.single_pass_step`) |
+| `Simultaneous(n_dis)` | `n_dis - 1` x D, then both players from one forward and two backward passes (two-pass SimGD, the reference: `steps.two_pass_step`) |
 
 With `n_dis > 1` a simultaneous form's first `n_dis - 1` D updates are conventional D steps
 (fresh latents each), and its last one updates both players from one pass: the paper's
 limitation (no n_dis for FusedProp) removed, at the cost of one D step per extra D update.
 
-`get("fused")` (or any name of `steps.FORMS`) gives the form of that name.
+This module is the one place that knows the forms by name: `FORMS` lists them, `get("fused")`
+(or any name of `FORMS`, or a `get_config()` dict) gives the form of that name, and everything
+else (`FusedPropGAN`, `compute_gradients`, `train.py`'s configs, the benchmarks) asks it. A new
+form is a class and an entry of `_REGISTRY`.
 """
 
 import collections
+import functools
 
 import tensorflow as tf
 
+from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import steps
 from tf_fusedprop._checks import positive_int
+from tf_fusedprop.batch import Batch
 
-__all__ = ["FORMS", "Alternating", "Form", "Phase", "SinglePass", "Simultaneous", "get"]
-
-FORMS = steps.FORMS
+__all__ = [
+    "FORMS",
+    "SIMULTANEOUS_FORMS",
+    "SINGLE_PASS_FORMS",
+    "Alternating",
+    "Form",
+    "Phase",
+    "SinglePass",
+    "Simultaneous",
+    "check_form",
+    "compute_gradients",
+    "get",
+    "simgd_step",
+    "supports",
+]
 
 D, G = "discriminator", "generator"
 
@@ -59,9 +77,12 @@ def _generator_gradients(generator, discriminator, batch, loss, options):
     return {G: r.g_grads}, {"g_loss": r.g_loss}
 
 
-def _simultaneous_phase(form):
+def _simultaneous_phase(step):
+    """The phase that updates both players from `step(generator, discriminator, batch, loss,
+    options=...)`, a `StepResult` of checked arguments."""
+
     def gradients(generator, discriminator, batch, loss, options):
-        r = steps.simgd_step(generator, discriminator, batch, loss, form, options=options, check_independence=False)
+        r = step(generator, discriminator, batch, loss, options=options)
         return {D: r.d_grads, G: r.g_grads}, {"g_loss": r.g_loss, **_d_logs(r.d_loss, r.real_logits, r.fake_logits)}
 
     return Phase("both", (D, G), ("d_loss", "g_loss", "real_logit", "fake_logit"), gradients)
@@ -90,6 +111,27 @@ class Form:
         """The step's `Phase`s, in order."""
         raise NotImplementedError
 
+    def supports(self, loss):
+        """Whether this form can train the `GANLoss` `loss`."""
+        return True
+
+    def check_loss(self, loss):
+        """The `GANLoss` of `loss` (a name or `GANLoss`) if this form can train it.
+
+        Raises:
+          ValueError: an unknown loss, or one this form cannot train (naming the forms that can).
+        """
+        loss = fp_losses.get(loss)
+        if not self.supports(loss):
+            valid = [name for name in FORMS if get(name).supports(loss)]
+            raise ValueError(
+                f"The {loss.name} loss does not support form={self.name!r}. Use one of: {', '.join(valid)}."
+            )
+        return loss
+
+    def check_discriminator(self, discriminator):
+        """Raises ValueError if this form cannot train `discriminator` exactly."""
+
     def check(self, loss, generator, discriminator, generator_inputs=None):
         """Validates the (loss, form) pair and the discriminator; returns the `GANLoss`.
 
@@ -98,8 +140,8 @@ class Form:
         Raises:
           ValueError: a pair the loss does not support, or a D the form cannot train exactly.
         """
-        loss = steps.check_form(loss, self.name)
-        steps.check_discriminator(discriminator, self.name)
+        loss = self.check_loss(loss)
+        self.check_discriminator(discriminator)
         return loss
 
     def get_config(self):
@@ -138,18 +180,32 @@ class SinglePass(Form):
     """
 
     def __init__(self, rule="fused", n_dis=1, check_independence=True):
-        if rule not in steps.SINGLE_PASS_FORMS:
-            raise ValueError(
-                f"Unknown single-pass rule. Received: rule={rule!r}. Valid rules: {', '.join(steps.SINGLE_PASS_FORMS)}."
-            )
+        if rule not in _RULES:
+            raise ValueError(f"Unknown single-pass rule. Received: rule={rule!r}. Valid rules: {', '.join(_RULES)}.")
+        #: The `steps.SinglePassRule` that picks, per fake sample, the term back-propagated.
+        self.rule = _RULES[rule]
         self.name = rule
         super().__init__(n_dis)
         self.check_independence = bool(check_independence)
+        self._both = _simultaneous_phase(self.step)
 
     @property
     def phases(self):
         """`n_dis - 1` D phases, then one phase updating both players."""
-        return (DISCRIMINATOR,) * (self.n_dis - 1) + (_simultaneous_phase(self.name),)
+        return (DISCRIMINATOR,) * (self.n_dis - 1) + (self._both,)
+
+    def step(self, generator, discriminator, batch, loss, *, options=None):
+        """Both players' gradients from one pass (`steps.single_pass_step` by `rule`)."""
+        return steps.single_pass_step(generator, discriminator, batch, loss, self.rule, options=options)
+
+    def supports(self, loss):
+        """Every loss, except one without `lambda` (hinge) for the fused rule."""
+        return loss.has_lambda or not self.rule.needs_lambda
+
+    def check_discriminator(self, discriminator):
+        """A D that treats samples independently, InvFusedProp-capable where the rule inverts
+        (`steps.check_discriminator`)."""
+        steps.check_discriminator(discriminator, self.rule)
 
     def check(self, loss, generator, discriminator, generator_inputs=None):
         """As `Form.check`, and the numerical independence probe of D on G's samples of
@@ -177,10 +233,34 @@ class Simultaneous(Form):
 
     name = "simultaneous"
 
+    def __init__(self, n_dis=1):
+        super().__init__(n_dis)
+        self._both = _simultaneous_phase(self.step)
+
     @property
     def phases(self):
         """`n_dis - 1` D phases, then one phase updating both players."""
-        return (DISCRIMINATOR,) * (self.n_dis - 1) + (_simultaneous_phase(self.name),)
+        return (DISCRIMINATOR,) * (self.n_dis - 1) + (self._both,)
+
+    def step(self, generator, discriminator, batch, loss, *, options=None):
+        """Both players' gradients from two backward passes (`steps.two_pass_step`)."""
+        return steps.two_pass_step(generator, discriminator, batch, loss, options=options)
+
+
+_RULES = {rule.name: rule for rule in steps.SINGLE_PASS_RULES}
+# The one table of forms by name: name -> constructor of the form (taking its keyword arguments).
+_REGISTRY = {
+    **{name: functools.partial(SinglePass, name) for name in _RULES},
+    Simultaneous.name: Simultaneous,
+    Alternating.name: Alternating,
+}
+#: The forms' names: `fused`, `inverse` and `adaptive` are single-pass FusedProp forms;
+#: `simultaneous` is two-pass SimGD and `alternating` the conventional AltGD baseline.
+FORMS = tuple(_REGISTRY)
+#: The forms that run one forward and one backward pass per step.
+SINGLE_PASS_FORMS = tuple(_RULES)
+#: The forms whose step ends with one update of both players from one computation (`step`).
+SIMULTANEOUS_FORMS = tuple(name for name, make in _REGISTRY.items() if hasattr(make(), "step"))
 
 
 def get(form, **kwargs):
@@ -197,10 +277,103 @@ def get(form, **kwargs):
     if isinstance(form, dict):
         kwargs = {**{key: value for key, value in form.items() if key != "name"}, **kwargs}
         form = form.get("name")
-    if form == "alternating":
-        return Alternating(**kwargs)
-    if form == "simultaneous":
-        return Simultaneous(**kwargs)
-    if form in steps.SINGLE_PASS_FORMS:
-        return SinglePass(form, **kwargs)
-    raise ValueError(f"Unknown training form. Received: form={form!r}. Valid forms: {', '.join(FORMS)}.")
+    if not isinstance(form, str) or form not in _REGISTRY:
+        raise ValueError(f"Unknown training form. Received: form={form!r}. Valid forms: {', '.join(FORMS)}.")
+    return _REGISTRY[form](**kwargs)
+
+
+def supports(loss, form):
+    """Whether `loss` (a name or `GANLoss`) can be trained with `form` (a name of `FORMS`).
+
+    Only `fused` needs FusedProp's factor `lambda`, which the hinge loss does not have.
+    """
+    return form in _REGISTRY and get(form).supports(fp_losses.get(loss))
+
+
+def check_form(loss, form):
+    """Validates a (loss, form) pair; returns the `GANLoss`.
+
+    Raises:
+      ValueError: an unknown loss or form, or a pair the loss does not support; the message
+        says what to use instead.
+    """
+    loss = fp_losses.get(loss)
+    return get(form).check_loss(loss)
+
+
+def simgd_step(
+    generator, discriminator, batch, loss="nonsaturating", form="fused", *, options=None, check_independence=True
+):
+    """Runs one simultaneous step's forward and backward passes on a `Batch`; returns a
+    `steps.StepResult`.
+
+    Same contract as `compute_gradients`, with the losses and logits returned as well;
+    `options` is a `steps.StepOptions` (augmentation, regularizers, loss scaling). `d_loss`
+    includes the regularizers' penalty; the reported losses are never loss-scaled.
+    """
+    form = get(form)
+    loss = form.check_loss(loss)
+    if not hasattr(form, "step"):
+        raise ValueError(
+            f"compute_gradients computes one simultaneous step; form={form.name!r} alternates "
+            f"updates and is a training loop: use tf_fusedprop.FusedPropGAN(form={form.name!r}) "
+            "or discriminator_step and generator_step."
+        )
+    form.check_discriminator(discriminator)
+    if check_independence and isinstance(form, SinglePass):
+        probe = steps.probe_batch(generator, batch.z.shape[1:], batch.z.dtype, labels=batch.fake_labels)
+        if probe is not None:
+            steps.check_sample_independence(discriminator, probe, form.name)
+    return form.step(generator, discriminator, batch, loss, options=options)
+
+
+def compute_gradients(
+    generator,
+    discriminator,
+    real,
+    z,
+    loss="nonsaturating",
+    form="fused",
+    *,
+    real_labels=None,
+    fake_labels=None,
+    augment=None,
+    regularizers=(),
+    seed=None,
+    check_independence=True,
+):
+    """Both players' gradients for one simultaneous gradient-descent (SimGD) step.
+
+    D's objective is `mean(d_real(D(real))) + mean(d_fake(D(G(z))))` plus the regularizers'
+    penalties, G's is `mean(g(D(G(z))))`, both at the current parameters; G and D are called
+    with `training=True`. D is called once on `concat(real, G(z)[, interpolates])`.
+
+    Args:
+      generator, discriminator: Keras models from latents `z` (and labels) to samples, and
+        from samples (and labels) to one logit per sample.
+      real, z: a batch of real samples and one of latents, of the same size.
+      loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`.
+      form: "fused", "inverse", "adaptive" (single pass) or "simultaneous" (two backward
+        passes, the reference).
+      real_labels, fake_labels: `[batch]` int labels for a conditional G and D (both or none):
+        G gets `[z, fake_labels]`, D gets `[samples, labels]`.
+      augment: a differentiable per-sample map applied to D's whole input batch (DiffAugment).
+      regularizers: D's gradient penalties (`tf_fusedprop.R1`, `GradientPenalty`).
+      seed: a `[2]` int seed of the regularizers' randomness (GradientPenalty's interpolation
+        weights); None: TensorFlow's global generator.
+      check_independence: for the single-pass forms, probe D once (per discriminator) for
+        cross-sample coupling, which would make their gradients wrong (False: you know better).
+
+    Returns:
+      `(d_grads, g_grads)`, aligned with the players' `trainable_variables`.
+
+    Raises:
+      ValueError: unknown loss or form, a (loss, form) pair the loss does not support
+        (hinge with "fused"), or a discriminator the form cannot handle exactly.
+    """
+    regularizers = tuple(regularizers if seed is None else (r.bind(seed) for r in regularizers))
+    batch, options = Batch(real, z, real_labels, fake_labels), steps.StepOptions(augment, regularizers)
+    result = simgd_step(
+        generator, discriminator, batch, loss, form, options=options, check_independence=check_independence
+    )
+    return result.d_grads, result.g_grads

@@ -51,7 +51,7 @@ class GANLoss:
 
     name = None
     #: False when `lambda_` is undefined: form `fused` is then unavailable and `adaptive`
-    #: always uses the inverse form (`tf_fusedprop.steps.supports`).
+    #: always uses the inverse form (`tf_fusedprop.forms.supports`).
     has_lambda = True
 
     def d_real(self, y):

@@ -8,10 +8,12 @@
 | `simultaneous` | 1 fwd + 2 bwd | two-pass SimGD, the reference |
 | `alternating` | 2 fwd + 2 bwd | conventional AltGD: `discriminator_step`, then `generator_step` with fresh latents |
 
-The three single-pass forms are one code path (`simgd_step`): after D's forward pass a boolean
-per fake sample says whether that sample is back-propagated through D's fake loss (fused) or
-through G's loss (inverse); both factors and the back-propagated term follow from it. A form is
-only the rule that picks it (`SinglePassRule`): all fused, all inverse, or `loss.prefers_fused`.
+The three single-pass forms are one code path (`single_pass_step`): after D's forward pass a
+boolean per fake sample says whether that sample is back-propagated through D's fake loss (fused)
+or through G's loss (inverse); both factors and the back-propagated term follow from it. A form
+is only the rule that picks it (`SinglePassRule`: `FUSED`, `INVERSE` or `ADAPTIVE`): all fused,
+all inverse, or `loss.prefers_fused`. The forms by name, and the name-taking `simgd_step` and
+`compute_gradients`, are `tf_fusedprop.forms`'s: this module knows rules, not names.
 """
 
 import collections
@@ -27,56 +29,27 @@ from tf_fusedprop import ops
 from tf_fusedprop.batch import Batch
 
 __all__ = [
-    "FORMS",
-    "SINGLE_PASS_FORMS",
+    "ADAPTIVE",
+    "FUSED",
+    "INVERSE",
+    "SINGLE_PASS_RULES",
     "Batch",
     "DiscriminatorStep",
     "GeneratorStep",
+    "SinglePassRule",
     "StepOptions",
     "StepResult",
     "check_discriminator",
-    "check_form",
     "check_sample_independence",
-    "compute_gradients",
     "discriminator_logits",
     "discriminator_probe",
     "discriminator_step",
     "generator_step",
     "layers_of",
     "probe_batch",
-    "simgd_step",
-    "supports",
+    "single_pass_step",
+    "two_pass_step",
 ]
-
-#: Training forms. `fused`, `inverse` and `adaptive` are single-pass FusedProp forms;
-#: `simultaneous` is two-pass SimGD and `alternating` the conventional AltGD baseline.
-FORMS = ("fused", "inverse", "adaptive", "simultaneous", "alternating")
-#: The forms that run one forward and one backward pass per step.
-SINGLE_PASS_FORMS = ("fused", "inverse", "adaptive")
-
-
-def supports(loss, form):
-    """Whether `loss` (a name or `GANLoss`) can be trained with `form` (one of `FORMS`).
-
-    Only `fused` needs FusedProp's factor `lambda`, which the hinge loss does not have.
-    """
-    return form in FORMS and (form != "fused" or fp_losses.get(loss).has_lambda)
-
-
-def check_form(loss, form):
-    """Validates a (loss, form) pair; returns the `GANLoss`.
-
-    Raises:
-      ValueError: an unknown loss or form, or a pair the loss does not support; the message
-        says what to use instead.
-    """
-    loss = fp_losses.get(loss)
-    if form not in FORMS:
-        raise ValueError(f"Unknown training form. Received: form={form!r}. Valid forms: {', '.join(FORMS)}.")
-    if not supports(loss, form):
-        valid = [f for f in FORMS if supports(loss, f)]
-        raise ValueError(f"The {loss.name} loss does not support form={form!r}. Use one of: {', '.join(valid)}.")
-    return loss
 
 
 StepResult = collections.namedtuple(
@@ -124,17 +97,15 @@ def _own_trainable_weights(layer):
     return [w for w in layer.trainable_weights if id(w) not in nested]
 
 
-def check_discriminator(discriminator, form):
-    """Raises ValueError if `discriminator` cannot be trained exactly with `form`.
+def check_discriminator(discriminator, rule):
+    """Raises ValueError if `discriminator` cannot be trained exactly with the single-pass `rule`.
 
     Single-pass forms need D to treat samples independently (no BatchNormalization: the
     per-sample factors would not give the SimGD gradients). The inverse and adaptive forms also
     need every layer that owns trainable weights to be InvFusedProp-capable
     (`tf_fusedprop.layers`), otherwise its gradients would silently be wrong.
     """
-    if form not in SINGLE_PASS_FORMS:
-        return
-    scales_parameters = _rule(form).may_invert
+    form, scales_parameters = rule.name, rule.may_invert
     for layer in layers_of(discriminator):
         if isinstance(layer, keras.layers.BatchNormalization):
             raise ValueError(
@@ -220,7 +191,7 @@ def check_sample_independence(discriminator, x, form):
     the numerical probe behind that requirement (`sample_coupling`), run eagerly once per
     discriminator (later calls return at once). `x` is a batch of at least 2 inputs of D.
     """
-    if form not in SINGLE_PASS_FORMS or _independent.get(discriminator):
+    if _independent.get(discriminator):
         return
     with tf.init_scope():  # eager, also when called while tracing a tf.function
         coupling = sample_coupling(discriminator, x)
@@ -269,32 +240,38 @@ def discriminator_logits(discriminator, x):
     return tf.cast(y, tf.float32) if y.dtype.size < 4 else y
 
 
-class SinglePassRule(collections.namedtuple("SinglePassRule", ["may_fuse", "may_invert", "fused"])):
+class SinglePassRule(
+    collections.namedtuple("SinglePassRule", ["name", "may_fuse", "may_invert", "fused", "needs_lambda"])
+):
     """How a single-pass form picks, per fake sample, the term it back-propagates.
 
-    `fused(loss, y)` is a boolean per fake logit: True back-propagates D's fake loss with
-    `lambda` applied between G and D, False back-propagates G's loss with `lambda_inv` applied
-    inside D's layers. `may_fuse` / `may_invert` say statically whether any sample can take
-    that path, so that a form never pays for the machinery of the other.
+    `name` is the form's; `fused(loss, y)` is a boolean per fake logit: True back-propagates D's
+    fake loss with `lambda` applied between G and D, False back-propagates G's loss with
+    `lambda_inv` applied inside D's layers. `may_fuse` / `may_invert` say statically whether any
+    sample can take that path, so that a form never pays for the machinery of the other;
+    `needs_lambda`: the rule cannot train a loss without `lambda` (hinge).
     """
+
+    def for_loss(self, loss):
+        """The rule that trains `loss`: without `lambda` (hinge) no sample can take the fused
+        path, so a rule that may invert inverts every sample."""
+        return self if loss.has_lambda or not self.may_invert else INVERSE
 
 
 def _all(value):
     return lambda loss, y: tf.fill(tf.shape(y), value)
 
 
-_RULES = {
-    "fused": SinglePassRule(may_fuse=True, may_invert=False, fused=_all(True)),
-    "inverse": SinglePassRule(may_fuse=False, may_invert=True, fused=_all(False)),
-    "adaptive": SinglePassRule(may_fuse=True, may_invert=True, fused=lambda loss, y: loss.prefers_fused(y)),
-}
-
-
-def _rule(form, loss=None):
-    # Without lambda (hinge) no sample can take the fused path: adaptive is inverse.
-    if loss is not None and not loss.has_lambda:
-        return _RULES["inverse"]
-    return _RULES[form]
+#: FusedProp: every fake sample back-propagates D's fake loss, scaled by `lambda` into G.
+FUSED = SinglePassRule("fused", may_fuse=True, may_invert=False, fused=_all(True), needs_lambda=True)
+#: InvFusedProp: every fake sample back-propagates G's loss, scaled by `lambda_inv` inside D.
+INVERSE = SinglePassRule("inverse", may_fuse=False, may_invert=True, fused=_all(False), needs_lambda=False)
+#: Per fake sample, the one whose factor cannot overflow (`loss.prefers_fused`).
+ADAPTIVE = SinglePassRule(
+    "adaptive", may_fuse=True, may_invert=True, fused=lambda loss, y: loss.prefers_fused(y), needs_lambda=False
+)
+#: The single-pass rules, in the order the forms list them.
+SINGLE_PASS_RULES = (FUSED, INVERSE, ADAPTIVE)
 
 
 class StepOptions(
@@ -381,7 +358,16 @@ def _discriminate(discriminator, batch, fake, options):
     return _Discriminated(logits[:n], logits[n : 2 * n], logits, penalty)
 
 
-def _single_pass(generator, discriminator, batch, loss, rule, options):
+def single_pass_step(generator, discriminator, batch, loss, rule, *, options=None):
+    """Both players' gradients of one simultaneous step from one forward and one backward pass,
+    by the single-pass `rule` (`FUSED`, `INVERSE`, `ADAPTIVE`); returns a `StepResult`.
+
+    `loss` is a `GANLoss` the rule supports (`tf_fusedprop.forms` checks it, and D, once);
+    `options` a `StepOptions`. `d_loss` includes the regularizers' penalty; the reported losses
+    are never loss-scaled.
+    """
+    options = StepOptions() if options is None else options
+    rule = rule.for_loss(loss)
     to_generator = ops.DeferredFactor()
     scaling = ops.ParameterGradientScaling() if rule.may_invert else contextlib.nullcontext()
     with tf.GradientTape() as tape:
@@ -412,7 +398,10 @@ def _single_pass(generator, discriminator, batch, loss, rule, options):
     return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits)
 
 
-def _two_pass(generator, discriminator, batch, loss, options):
+def two_pass_step(generator, discriminator, batch, loss, *, options=None):
+    """Both players' gradients of one simultaneous step from one forward and two backward passes
+    (two-pass SimGD, the reference); returns a `StepResult`, as `single_pass_step`."""
+    options = StepOptions() if options is None else options
     with tf.GradientTape(persistent=True) as tape:
         fake = tf.cast(_generate(generator, batch), batch.real.dtype)
         d = _discriminate(discriminator, batch, fake, options)
@@ -423,85 +412,6 @@ def _two_pass(generator, discriminator, batch, loss, options):
     g_grads = _gradient(tape, scaled_g_loss, generator.trainable_variables)
     del tape
     return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits)
-
-
-def simgd_step(
-    generator, discriminator, batch, loss="nonsaturating", form="fused", *, options=None, check_independence=True
-):
-    """Runs one simultaneous step's forward and backward passes on a `Batch`; returns a `StepResult`.
-
-    Same contract as `compute_gradients`, with the losses and logits returned as well;
-    `options` is a `StepOptions` (augmentation, regularizers, loss scaling). `d_loss`
-    includes the regularizers' penalty; the reported losses are never loss-scaled.
-    """
-    loss = check_form(loss, form)
-    options = StepOptions() if options is None else options
-    if form == "alternating":
-        raise ValueError(
-            "compute_gradients computes one simultaneous step; form='alternating' alternates "
-            "updates and is a training loop: use tf_fusedprop.FusedPropGAN(form='alternating') "
-            "or discriminator_step and generator_step."
-        )
-    check_discriminator(discriminator, form)
-    if check_independence and form in SINGLE_PASS_FORMS:
-        probe = probe_batch(generator, batch.z.shape[1:], batch.z.dtype, labels=batch.fake_labels)
-        if probe is not None:
-            check_sample_independence(discriminator, probe, form)
-    if form == "simultaneous":
-        return _two_pass(generator, discriminator, batch, loss, options)
-    return _single_pass(generator, discriminator, batch, loss, _rule(form, loss), options)
-
-
-def compute_gradients(
-    generator,
-    discriminator,
-    real,
-    z,
-    loss="nonsaturating",
-    form="fused",
-    *,
-    real_labels=None,
-    fake_labels=None,
-    augment=None,
-    regularizers=(),
-    seed=None,
-    check_independence=True,
-):
-    """Both players' gradients for one simultaneous gradient-descent (SimGD) step.
-
-    D's objective is `mean(d_real(D(real))) + mean(d_fake(D(G(z))))` plus the regularizers'
-    penalties, G's is `mean(g(D(G(z))))`, both at the current parameters; G and D are called
-    with `training=True`. D is called once on `concat(real, G(z)[, interpolates])`.
-
-    Args:
-      generator, discriminator: Keras models from latents `z` (and labels) to samples, and
-        from samples (and labels) to one logit per sample.
-      real, z: a batch of real samples and one of latents, of the same size.
-      loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss`.
-      form: "fused", "inverse", "adaptive" (single pass) or "simultaneous" (two backward
-        passes, the reference).
-      real_labels, fake_labels: `[batch]` int labels for a conditional G and D (both or none):
-        G gets `[z, fake_labels]`, D gets `[samples, labels]`.
-      augment: a differentiable per-sample map applied to D's whole input batch (DiffAugment).
-      regularizers: D's gradient penalties (`tf_fusedprop.R1`, `GradientPenalty`).
-      seed: a `[2]` int seed of the regularizers' randomness (GradientPenalty's interpolation
-        weights); None: TensorFlow's global generator.
-      check_independence: for the single-pass forms, probe D once (per discriminator) for
-        cross-sample coupling, which would make their gradients wrong (False: you know better).
-
-    Returns:
-      `(d_grads, g_grads)`, aligned with the players' `trainable_variables`.
-
-    Raises:
-      ValueError: unknown loss or form, a (loss, form) pair the loss does not support
-        (hinge with "fused"), or a discriminator the form cannot handle exactly.
-    """
-    regularizers = tuple(regularizers if seed is None else (r.bind(seed) for r in regularizers))
-    batch, options = Batch(real, z, real_labels, fake_labels), StepOptions(augment, regularizers)
-    result = simgd_step(
-        generator, discriminator, batch, loss, form, options=options, check_independence=check_independence
-    )
-    return result.d_grads, result.g_grads
 
 
 def discriminator_step(generator, discriminator, batch, loss="nonsaturating", *, options=None):

@@ -18,7 +18,6 @@ from tf_fusedprop import forms as fp_forms
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import precision as fp_precision
-from tf_fusedprop import steps as fp_steps
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.ema import EMA
@@ -261,7 +260,7 @@ def _lookahead(config):
 
 
 def _supported_pair(config):
-    fp_steps.check_form(config.loss, config.form)
+    fp_forms.check_form(config.loss, config.form)
     return {}
 
 

@@ -310,6 +310,12 @@ def run(argv):
         print(__doc__)
         print(f"Config files ({CONFIGS}): {', '.join(_config_files())}")
         return 0
+    # Before the config is read: a config file may import tf_fusedprop (configs/base.py's form
+    # names), which loads TensorFlow, and TensorFlow reads these once, when it loads.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
+    # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     try:
         flag_values, config_flag = _define_flags(argv)
         flag_values(argv)
@@ -319,10 +325,6 @@ def run(argv):
         return _error(_describe_flag_error(err, argv))
 
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
-    # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     # Importing tf_fusedprop loads TensorFlow with its native start-up lines hidden (_startup).
     from tf_fusedprop.experiment import distribution, divergence, train_lib
     from tf_fusedprop.experiment.config import ConfigError

@@ -238,6 +238,27 @@ class QuietStartTest(tu.TestCase):
 
 
 class CommandLineTest(tu.TestCase):
+    def test_onednn_is_on_before_a_config_file_loads_tensorflow(self):
+        # configs/base.py imports tf_fusedprop's form names, so TensorFlow loads while the flags
+        # are parsed: train.py's oneDNN default must be in the environment before that.
+        script = (
+            "import sys, train\n"
+            "status = train.run(['train.py', '--config=configs/ring8.py', '--config.batch_size=-3'])\n"
+            "from tf_fusedprop import machine\n"
+            "print('STATUS', status)\n"
+            "print('ONEDNN', repr(machine._ONEDNN_AT_IMPORT))\n"
+        )
+        env = {key: value for key, value in os.environ.items() if key != "TF_ENABLE_ONEDNN_OPTS"}
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=os.path.dirname(TRAIN),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        self.assertEqual(tu.marked_lines(result.stdout), {"STATUS": "2", "ONEDNN": "'1'"}, result.stderr)
+
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []
         fake_train = lambda config, workdir, verbose, strategy, overridden: calls.append(

@@ -118,7 +118,9 @@ class FusedPropGAN(keras.Model):
       discriminator: a built Keras model from samples (and labels) to one logit per sample.
       loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss` (the attribute `gan_loss`).
       form: a `forms.Form` (e.g. `Alternating(n_dis=5)`, `SinglePass("fused",
-        check_independence=False)`) or a name of `forms.FORMS`.
+        check_independence=False)`), a name of `forms.FORMS`, or a schedule of forms
+        (`forms.Warmup("fused", updates=500)`: AltGD for the first 500 G updates, then fused;
+        `forms.Periodic("fused", every=4)`), which `fit` follows by itself.
       iter_size: micro-batches per update (gradient accumulation).
       seed: seed of the latents and of the plugins' seed streams; None: random.
       num_classes: for a class-conditional GAN, the number of classes K: fit on `(samples,
@@ -155,6 +157,7 @@ class FusedPropGAN(keras.Model):
         self.generator, self.discriminator = generator, discriminator
         models = {D: discriminator, G: generator}
         self.form = fp_forms.get(form)
+        self._active_form = self.form.forms[0]  # the form a train function being traced trains
         self.iter_size = positive_int("iter_size", iter_size)
         self.seed = seed
         self.num_classes = None if num_classes is None else positive_int("num_classes", num_classes)
@@ -228,7 +231,7 @@ class FusedPropGAN(keras.Model):
             )
         logs = {}
         self.updater.start_step()
-        for phase in self.form.phases:
+        for phase in self._active_form.phases:
             grads, phase_logs = self._gradients(phase, self.sampler.batch(real, real_labels))
             self.updater.apply(grads, phase_logs)
             logs.update(phase_logs)
@@ -239,6 +242,36 @@ class FusedPropGAN(keras.Model):
         # Across workers Keras reduces each step's results over axis 0, which fails on scalars
         # (tensorflow/tensorflow#72388): one element each, whose mean is the mean over workers.
         return {name: tf.reshape(value, [1]) for name, value in results.items()} if replicas.multi_worker() else results
+
+    def make_train_function(self, force=False):
+        """Keras's train function; under a schedule of forms, one compiled function per form,
+        and each call runs the one of the form that trains the next G update (`forms.Schedule`:
+        the form switches between calls, logged once where a schedule says so).
+
+        Raises:
+          ValueError: a switch of the schedule that `steps_per_execution` does not divide.
+        """
+        forms = self.form.forms
+        if len(forms) == 1 or (self.train_function is not None and not force):
+            return super().make_train_function(force)
+        misaligned = self.form.misaligned(self.steps_per_execution)
+        if misaligned is not None:
+            raise ValueError(misaligned)
+        compiled = []
+        for _ in forms:  # each traced on its first call, with its form active
+            super().make_train_function(force=True)
+            compiled.append(self.train_function)
+
+        def train_function(iterator):
+            update = int(self.updater.step.numpy())
+            note = self.form.switch_note(update)
+            if note is not None:
+                print(note, flush=True)
+            self._active_form = self.form.form_at(update)
+            return compiled[forms.index(self._active_form)](iterator)
+
+        self.train_function = train_function
+        return train_function
 
     def _gradients(self, phase, batch):
         """`phase`'s gradients and logs on `batch`, the plugins bound to this step's seeds, the

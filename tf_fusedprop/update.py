@@ -99,7 +99,8 @@ class Updater:
 
     def compile(self, form, optimizers):
         """Sets `{"discriminator": ..., "generator": ...}` optimizers (checked and built)."""
-        check_loss_scales(form, optimizers["discriminator"], optimizers["generator"])
+        for each in form.forms:  # every form of a schedule
+            check_loss_scales(each, optimizers["discriminator"], optimizers["generator"])
         self.optimizers = optimizers
         for player, optimizer in optimizers.items():
             optimizer.build(self.models[player].trainable_variables)

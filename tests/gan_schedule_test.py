@@ -1,0 +1,131 @@
+"""FusedPropGAN under a schedule of forms (`forms.Warmup`, `forms.Periodic`): `fit` switches by
+itself, as a hand-made switch would, with every step plugin, across a save and reload, and under
+`tf.distribute`."""
+
+import contextlib
+import io
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_fusedprop as fp
+from tests import testing_utils as tu
+
+PLUGINS = {
+    "plain": {},
+    "ema_lookahead": {"ema": lambda: fp.EMA(0.9), "lookahead": lambda: fp.Lookahead(every=3, alpha=0.5)},
+    "r1_augment": {"regularizers": lambda: [fp.R1(0.1, every=2)], "augment": lambda: fp.DiffAugment("translation")},
+    "conditional": {"num_classes": lambda: 3},
+}
+
+
+def build(form, plugins="plain", iter_size=1, steps_per_execution=1, batch_norm=True):
+    """A tiny GAN (the conditional digits pair for "conditional") with the named plugins."""
+    arguments = {name: make() for name, make in PLUGINS[plugins].items()}
+    if plugins == "conditional":
+        generator, discriminator = tu.tiny_conditional_pair(num_classes=3, seed=0)
+    else:
+        keras.utils.set_random_seed(0)
+        generator, discriminator = tu.tiny_generator(batch_norm=batch_norm), tu.tiny_discriminator()
+    gan = fp.FusedPropGAN(generator, discriminator, form=form, iter_size=iter_size, seed=7, **arguments)
+    gan.compile(
+        d_optimizer=keras.optimizers.Adam(1e-2),
+        g_optimizer=keras.optimizers.Adam(1e-2),
+        steps_per_execution=steps_per_execution,
+    )
+    return gan
+
+
+def data(plugins="plain", n=16):
+    rng = np.random.default_rng(0)
+    if plugins == "conditional":
+        return rng.uniform(-1, 1, (n, 8, 8, 1)).astype("float32"), rng.integers(0, 3, n).astype("int32")
+    return rng.uniform(-1, 1, (n,) + tu.IMAGE).astype("float32"), None
+
+
+def fit(gan, x, y, epochs, initial_epoch=0):
+    """Fits 2 steps per epoch (batch 8 of 16), unshuffled; returns what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        gan.fit(x, y, batch_size=8, epochs=epochs, initial_epoch=initial_epoch, shuffle=False, verbose=0)
+    return printed.getvalue()
+
+
+def weights(gan):
+    return [v.numpy() for v in gan.variables]
+
+
+def switch_by_hand(gan, form):
+    """What a user could do without a schedule: another form, and Keras's train function rebuilt."""
+    gan.form = gan._active_form = fp.forms.get(form)
+    gan.train_function = None
+
+
+class WarmupTest(tu.TestCase):
+    @parameterized.parameters("plain", "ema_lookahead", "r1_augment", "conditional")
+    def test_fit_switches_as_a_hand_made_switch_and_says_so_once(self, plugins):
+        x, y = data(plugins)
+        scheduled = build(fp.forms.Warmup("fused", updates=4), plugins)
+        printed = fit(scheduled, x, y, epochs=4)
+        self.assertEqual(printed, "G update 4: alternating -> fused\n")
+
+        by_hand = build("alternating", plugins)
+        fit(by_hand, x, y, epochs=2)
+        switch_by_hand(by_hand, "fused")
+        fit(by_hand, x, y, epochs=4, initial_epoch=2)
+        self.assertEqual(int(scheduled.updater.step.numpy()), 8)
+        for a, b in zip(weights(scheduled), weights(by_hand), strict=True):
+            self.assertAllEqual(a, b)
+
+    def test_a_run_saved_before_or_after_the_switch_resumes_as_an_uninterrupted_one(self):
+        x, y = data()
+        straight = build(fp.forms.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2)), iter_size=2)
+        fit(straight, x, y, epochs=4)
+        for saved_after in (1, 3):  # epochs: before the switch at update 4, and after it
+            first = build(fp.forms.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2)), iter_size=2)
+            fit(first, x, y, epochs=saved_after)
+            path = os.path.join(self.get_temp_dir(), f"gan{saved_after}.keras")
+            first.save(path)
+            resumed = keras.models.load_model(path)
+            self.assertEqual(resumed.form.get_config(), straight.form.get_config())
+            printed = fit(resumed, x, y, epochs=4, initial_epoch=saved_after)
+            self.assertEqual(printed, "G update 4: alternating -> fused\n" if saved_after == 1 else "")
+            for a, b in zip(weights(resumed), weights(straight), strict=True):
+                self.assertAllEqual(a, b)
+
+    def test_under_a_two_replica_strategy_as_on_one_device(self):
+        x, _ = data(n=32)
+        one = build(fp.forms.Warmup("inverse", updates=2), batch_norm=False)  # no batch statistics per replica
+        one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        with tu.two_cpu_strategy().scope():
+            two = build(fp.forms.Warmup("inverse", updates=2), batch_norm=False)
+        two.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        self.assertEqual(int(two.d_optimizer.iterations.numpy()), 4)
+        self.assertLess(tu.max_relative_difference(two.trainable_weights, one.trainable_weights), 1e-5)
+
+    def test_steps_per_execution_must_not_straddle_a_switch(self):
+        x, y = data(n=24)
+        gan = build(fp.forms.Warmup("fused", updates=4), steps_per_execution=3)
+        with self.assertRaisesRegex(ValueError, r"switches forms at G update 4, which steps_per_execution=3 does not"):
+            fit(gan, x, y, epochs=1)
+        gan = build(fp.forms.Warmup("fused", updates=6), steps_per_execution=3)
+        fit(gan, x, y, epochs=3)
+        self.assertEqual(int(gan.updater.step.numpy()), 9)
+
+
+class PeriodicTest(tu.TestCase):
+    def test_one_update_of_the_other_form_every_k(self):
+        x, y = data()
+        gan = build(fp.forms.Periodic("fused", every=4, other=fp.Alternating(n_dis=2)))
+        self.assertEqual(fit(gan, x, y, epochs=4), "")
+        # 8 G updates, updates 3 and 7 alternating with 2 D updates each: 10 D updates.
+        self.assertEqual(int(gan.d_optimizer.iterations.numpy()), 10)
+        with self.assertRaisesRegex(ValueError, r"needs steps_per_execution=1 \(received 2\)"):
+            fit(build(fp.forms.Periodic("fused", every=4), steps_per_execution=2), x, y, epochs=1)
+
+
+if __name__ == "__main__":
+    tf.test.main()

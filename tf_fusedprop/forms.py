@@ -354,7 +354,7 @@ class Warmup(Schedule):
         return self.start if update < self.updates else self.form.form_at(update)
 
     def switch_note(self, update):
-        """"G update K: alternating -> fused" at the switch; then what `form` says."""
+        """ "G update K: alternating -> fused" at the switch; then what `form` says."""
         if update == self.updates and self.updates:
             return f"G update {update}: {self.start.name} -> {self.form.name}"
         return self.form.switch_note(update) if update > self.updates else None
@@ -371,7 +371,12 @@ class Warmup(Schedule):
 
     def get_config(self):
         """The schedule as plain values (`get` rebuilds it)."""
-        return {"name": "warmup", "form": self.form.get_config(), "updates": self.updates, "start": self.start.get_config()}
+        return {
+            "name": "warmup",
+            "form": self.form.get_config(),
+            "updates": self.updates,
+            "start": self.start.get_config(),
+        }
 
     def __repr__(self):
         return f"Warmup({self.form!r}, updates={self.updates}, start={self.start!r})"
@@ -412,7 +417,12 @@ class Periodic(Schedule):
 
     def get_config(self):
         """The schedule as plain values (`get` rebuilds it)."""
-        return {"name": "periodic", "form": self.form.get_config(), "every": self.every, "other": self.other.get_config()}
+        return {
+            "name": "periodic",
+            "form": self.form.get_config(),
+            "every": self.every,
+            "other": self.other.get_config(),
+        }
 
     def __repr__(self):
         return f"Periodic({self.form!r}, every={self.every}, other={self.other!r})"

@@ -103,7 +103,14 @@ from absl import flags, logging  # noqa: E402
 from configs import digits, digits32, grid25, mnist, ring8  # noqa: E402
 from tf_fusedprop.experiment import divergence, files, train_lib  # noqa: E402
 from tf_fusedprop.experiment import workdir as fp_workdir  # noqa: E402
-from tf_fusedprop.experiment.config import ConfigError, json_values, lookahead_applies, schedule, validate  # noqa: E402
+from tf_fusedprop.experiment.config import (  # noqa: E402
+    ConfigError,
+    json_values,
+    lookahead_applies,
+    schedule,
+    validate,
+    with_added_fields,
+)
 
 FORMS = ("alternating", "fused", "inverse", "adaptive", "simultaneous")
 #: The hinge loss has no lambda (no `fused`): its single-pass forms against AltGD, on one task.
@@ -214,6 +221,10 @@ STABILIZERS = {
     "r1_0.001": {"r1.gamma": 0.001, "r1.every": 16},
     "r1_0.003": {"r1.gamma": 0.003, "r1.every": 16},
     "r1_0.01": {"r1.gamma": 0.01, "r1.every": 16},
+    # Issue 46: a warm start of K alternating G updates before the form (`config.warmup`), with
+    # the config's Lookahead and without it; alternating's own run is the same with or without.
+    **{f"warmup{k}": {"warmup": k} for k in (250, 500, 1000, 1500)},
+    **{f"warmup{k}_no_lookahead": {"warmup": k, "lookahead.every": 0} for k in (250, 500, 1000)},
     "g_lr_half": {
         "ring8": {"g_lr": 5e-4},
         "grid25": {"g_lr": 5e-4},
@@ -374,8 +385,11 @@ def distinct(runs):
 
 def _comparable(config_values):
     """A config as JSON values, less what does not change training: where the cache is, and
-    the forms Lookahead applies to (kept as whether it applies to this run's form)."""
-    values = {key: value for key, value in config_values.items() if key != "cache_dir"}
+    the forms Lookahead applies to (kept as whether it applies to this run's form), and a warm
+    start of alternating before alternating."""
+    values = {key: value for key, value in with_added_fields(config_values).items() if key != "cache_dir"}
+    if values.get("form") == "alternating":  # a warm start of alternating before alternating is none
+        values["warmup"] = 0
     lookahead = values.get("lookahead")
     if isinstance(lookahead, dict) and "forms" in lookahead:
         applies = lookahead_applies(values.get("form"), lookahead)
@@ -852,17 +866,29 @@ def _per_update(task, form, seconds_per_update):
     return table.get(f"{task}/{form}", table.get(form))
 
 
+def seconds_model(task, runs, seconds_per_update):
+    """`G updates -> modelled seconds` of a row's runs: the updates x the form's seconds per
+    update, those of a warm start (`config.warmup`) at alternating's; None without them."""
+    form = runs[0]["form"]
+    warmup = 0 if form == "alternating" else with_added_fields(runs[0]["config"])["warmup"]
+    per_form = _per_update(task, form, seconds_per_update)
+    per_start = _per_update(task, "alternating", seconds_per_update) if warmup else 0.0
+    if per_form is None or per_start is None:
+        return None
+    return lambda steps: min(steps, warmup) * per_start + max(steps - warmup, 0) * per_form
+
+
 def _modelled(task, form, steps_to_threshold, runs, seconds_per_update):
-    """A row's modelled times (see `summarize`), or None without its form's seconds per update."""
-    per_update = _per_update(task, form, seconds_per_update)
-    if per_update is None:
+    """A row's modelled times (see `summarize`), or None without its forms' seconds per update."""
+    seconds_at = seconds_model(task, runs, seconds_per_update)
+    if seconds_at is None:
         return None
     schedule = statistics.median([r["config"]["steps"] for r in runs])
     return {
-        "seconds_per_update": per_update,
-        "threshold_seconds": None if steps_to_threshold is None else steps_to_threshold * per_update,
+        "seconds_per_update": _per_update(task, form, seconds_per_update),
+        "threshold_seconds": None if steps_to_threshold is None else seconds_at(steps_to_threshold),
         "schedule_steps": schedule,
-        "schedule_seconds": schedule * per_update,
+        "schedule_seconds": seconds_at(schedule),
     }
 
 
@@ -928,7 +954,8 @@ def markdown(records, environment_, grid, seconds_per_update=None):
             "",
             "Time modelled as G updates x seconds per update (the seconds per update measured side by side "
             "on a quiet machine by `benchmarks/speed.py --config`; the G updates above do not depend on the "
-            "machine's load, the wall-clock does; time / alternating's < 1: this form is faster):",
+            "machine's load, the wall-clock does; a warm start's updates, `warmup`, at alternating's seconds; "
+            "time / alternating's < 1: this form is faster):",
             "",
             "| task | loss | form (+ stabilizer) | s per update | median G updates to threshold | x s per update "
             "| time / alternating's | schedule (G updates) | x s per update | time / alternating's |",
@@ -954,9 +981,9 @@ def markdown(records, environment_, grid, seconds_per_update=None):
     return "\n".join(lines) + "\n"
 
 
-def _curve(runs, metric, scale, per_update=None):
-    """Per evaluation step: median training seconds (with `per_update`, the modelled ones: step x
-    seconds per update), and mean and std of `metric` over the runs finite there."""
+def _curve(runs, metric, scale, seconds_at=None):
+    """Per evaluation step: median training seconds (with `seconds_at`, the modelled ones:
+    `seconds_model`'s), and mean and std of `metric` over the runs finite there."""
     steps = sorted({e["step"] for r in runs for e in r["history"]})
     rows = []
     for step in steps:
@@ -964,7 +991,7 @@ def _curve(runs, metric, scale, per_update=None):
         values = [scale * e["metrics"][metric] for e in entries if _finite_number(e["metrics"].get(metric))]
         seconds = [e["train_seconds"] for e in entries if e["train_seconds"] is not None]
         if values and seconds:
-            elapsed = statistics.median(seconds) if per_update is None else step * per_update
+            elapsed = statistics.median(seconds) if seconds_at is None else seconds_at(step)
             rows.append((step, elapsed, np.mean(values), np.std(values)))
     return np.array(rows, dtype=np.float64).reshape(-1, 4).T
 
@@ -984,10 +1011,10 @@ def figure(records, path, seconds_per_update=None):
     for column, ((task, loss), forms) in enumerate(groups.items()):
         metric, ylabel, scale, line, (low, high), log = TASKS[task].plot
         stabilizers = list(dict.fromkeys(r.get("stabilizer", "defaults") for runs in forms.values() for r in runs))
-        per_update = {form: _per_update(task, runs[0]["form"], seconds_per_update) for form, runs in forms.items()}
-        modelled = None not in per_update.values()
+        models = {form: seconds_model(task, runs, seconds_per_update) for form, runs in forms.items()}
+        modelled = None not in models.values()
         for form, runs in forms.items():
-            steps, seconds, mean, std = _curve(runs, metric, scale, per_update[form] if modelled else None)
+            steps, seconds, mean, std = _curve(runs, metric, scale, models[form] if modelled else None)
             diverged = sum(r["diverged"] for r in runs)
             base, stabilizer = runs[0]["form"], runs[0].get("stabilizer", "defaults")
             style = ("-", "--", ":", "-.")[stabilizers.index(stabilizer) % 4]

@@ -92,13 +92,17 @@ class PlanTest(tu.TestCase):
     def test_a_stabilizer_that_leaves_a_runs_effective_config_unchanged_makes_no_run(self):
         runs = [
             quality.Run("ring8", "nonsaturating", form, 0, stabilizer)
-            for stabilizer in ("defaults", "lookahead_everywhere", "no_ema")
+            for stabilizer in ("defaults", "lookahead_everywhere", "no_ema", "warmup250")
             for form in ("alternating", "fused")
         ]
         kept, left_out = quality.distinct([(run, quality.make_config(run)) for run in runs])
-        # ring8 gives Lookahead to fused already: "everywhere" changes alternating's run only.
-        self.assertEqual(left_out, ["ring8-nonsaturating-fused+lookahead_everywhere-s0"])
-        self.assertLen(kept, 5)
+        # ring8 gives Lookahead to fused already: "everywhere" changes alternating's run only; a
+        # warm start of alternating changes fused's only.
+        self.assertEqual(
+            left_out,
+            ["ring8-nonsaturating-fused+lookahead_everywhere-s0", "ring8-nonsaturating-alternating+warmup250-s0"],
+        )
+        self.assertLen(kept, 6)
 
     def test_bad_overrides_are_config_errors(self):
         run = quality.Run("ring8", "nonsaturating", "fused", 0)
@@ -201,6 +205,16 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn("| mnist | nonsaturating | fused | 0.24 | 1000 | 240 | 0.53x | 1500 | 360 | 0.80x |", table)
         self.assertIn("| 2/3 (FID <= 12.1 (1.1x alternating's mean final FID)) |", table)
         self.assertNotIn("Time modelled", quality.markdown(self.records(), quality.environment(), "grid"))
+
+    def test_a_warm_starts_updates_are_modelled_at_alternatings_seconds(self):
+        seconds = quality.parse_seconds_per_update(["alternating=0.3", "fused=0.24"])
+        runs = [{"form": "fused", "config": {"warmup": 500, "steps": 1500}}]
+        self.assertAllClose(quality.seconds_model("mnist", runs, seconds)(1500), 500 * 0.3 + 1000 * 0.24)
+        self.assertAllClose(quality.seconds_model("mnist", runs, seconds)(400), 400 * 0.3)
+        recorded_before_warmup_existed = [{"form": "fused", "config": {"steps": 1500}}]
+        self.assertAllClose(quality.seconds_model("mnist", recorded_before_warmup_existed, seconds)(1500), 360.0)
+        self.assertIsNone(quality.seconds_model("mnist", runs, {"fused": 0.24}))  # alternating's seconds missing
+        self.assertIsNotNone(quality.seconds_model("mnist", recorded_before_warmup_existed, {"fused": 0.24}))
 
     def test_the_best_evaluation_of_each_run_and_its_modelled_time(self):
         records = self.records()

@@ -205,6 +205,37 @@ class FitStepsPerExecutionTest(tu.TestCase):
         config.steps_per_epoch = 0
         self.assertEqual(fp_config.fit_steps_per_execution(config), (config, None))
 
+    def test_a_warm_start_is_divided_too_and_a_set_per_call_that_straddles_it_is_refused(self):
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch, config.steps_per_execution, config.warmup = 100, 50, 25, 10
+        result, note = fp_config.fit_steps_per_execution(config)
+        self.assertEqual(result.steps_per_execution, 5)
+        self.assertIn("to divide the epoch length (50 steps) and the warm start (10);", note)
+        with self.assertRaisesRegex(
+            fp_config.ConfigError, r"config.warmup \(10 G updates: the form switches there\) must be a multiple"
+        ):
+            fp_config.validate(config)
+
+
+class WarmupTest(tu.TestCase):
+    def test_the_form_after_a_warm_start_of_alternating_with_the_configs_n_dis(self):
+        config = tu.tiny_config("ring8")
+        config.warmup, config.n_dis = 250, 2
+        form = fp_config.gan_arguments(config)["form"]
+        self.assertEqual(repr(form), repr(fp.forms.Warmup(fp.SinglePass("fused", n_dis=2), 250, fp.Alternating(2))))
+        config.form = "alternating"  # alternating before alternating: no schedule
+        self.assertEqual(repr(fp_config.gan_arguments(config)["form"]), "Alternating(n_dis=2)")
+        config.form, config.warmup = "fused", -1
+        with self.assertRaisesRegex(
+            fp_config.ConfigError, r"invalid config.form, config.n_dis, config.warmup: updates"
+        ):
+            fp_config.gan_arguments(config)
+
+    def test_a_config_recorded_before_warmup_existed_reads_as_none(self):
+        self.assertEqual(fp_config.with_added_fields({"form": "fused"}), {"form": "fused", "warmup": 0})
+        self.assertEqual(fp_config.with_added_fields({"warmup": 500})["warmup"], 500)
+        self.assertEqual(set(fp_config.ADDED_FIELDS) - set(tu.tiny_config("ring8")), set())
+
 
 class ScheduleTest(tu.TestCase):
     @parameterized.parameters((10, 5, (2, 5)), (10, 10, (1, 10)), (4, 100, (1, 4)))

@@ -204,6 +204,25 @@ class TrainTest(tu.TestCase):
         for name in final[0]:
             self.assertAllEqual(final[0][name], final[1][name], msg=name)
 
+    def test_a_warm_start_switches_once_and_a_run_recorded_before_warmup_existed_resumes(self):
+        directory = self.get_temp_dir()
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch, config.warmup = 4, 2, 2
+        summary, printed = quiet_train(config, directory)
+        self.assertEqual(printed.count("G update 2: alternating -> fused\n"), 1)
+        self.assertIn("Warmup(SinglePass('fused'", printed)
+        self.assertEqual((summary["steps"], read_json(os.path.join(directory, "config.json"))["warmup"]), (4, 2))
+        # A config.json written before config.warmup existed is the run of warmup 0.
+        plain = os.path.join(directory, "plain")
+        config.steps, config.warmup = 2, 0
+        quiet_train(config, plain)
+        recorded = read_json(os.path.join(plain, "config.json"))
+        del recorded["warmup"]
+        with open(os.path.join(plain, "config.json"), "w") as f:
+            json.dump(recorded, f)
+        _, printed = quiet_train(config, plain)
+        self.assertIn("already complete", printed)
+
     def test_unwritable_workdir(self):
         blocker = os.path.join(self.get_temp_dir(), "file")
         open(blocker, "w").close()

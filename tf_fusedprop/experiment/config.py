@@ -31,6 +31,7 @@ __all__ = [
     "GAN_FIELDS",
     "MIXED_PRECISION",
     "RELATIONS",
+    "ADDED_FIELDS",
     "ConfigError",
     "fit_steps_per_execution",
     "gan_arguments",
@@ -38,6 +39,7 @@ __all__ = [
     "lookahead_applies",
     "schedule",
     "validate",
+    "with_added_fields",
 ]
 
 #: Accepted values of `config.mixed_precision` ("auto": from the hardware, `precision.choose`).
@@ -56,9 +58,9 @@ def schedule(config):
 
 
 def fit_steps_per_execution(config):
-    """`(config, note)`: where the epoch length is not a multiple of `config.steps_per_execution`,
-    a copy of `config` with the largest divisor of the epoch length not above it, and a line
-    saying so; else `(config, None)`. For a `steps_per_execution` that the user did not set
+    """`(config, note)`: where the epoch length (and `warmup`, where set: the train function
+    switches forms there) is not a multiple of `config.steps_per_execution`, a copy of `config`
+    with the largest common divisor not above it, and a line saying so; else `(config, None)`. For a `steps_per_execution` that the user did not set
     (train.py: not on the command line), so that changing the epoch length does not ask for it;
     one the user set is checked by `validate` as it is. Invalid numbers are left to `validate`.
     """
@@ -66,15 +68,17 @@ def fit_steps_per_execution(config):
     if not all(_is_int(n) and n > 0 for n in numbers):
         return config, None
     _, steps_per_epoch = schedule(config)
+    warmup = config.warmup if _is_int(config.warmup) and config.warmup > 0 else 0
     wanted = config.steps_per_execution
-    fitted = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0)
+    fitted = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0 and warmup % d == 0)
     if fitted == wanted:
         return config, None
     config = config.copy_and_resolve_references()
     config.steps_per_execution = fitted
+    lengths = f"the epoch length ({steps_per_epoch} steps)" + (f" and the warm start ({warmup})" if warmup else "")
     return config, (
-        f"config.steps_per_execution: {fitted}, not the config's {wanted}, to divide the epoch length "
-        f"({steps_per_epoch} steps); set it on the command line to choose another divisor."
+        f"config.steps_per_execution: {fitted}, not the config's {wanted}, to divide {lengths}; "
+        "set it on the command line to choose another divisor."
     )
 
 
@@ -164,7 +168,11 @@ def _image_size(key, value):
 _known_dataset = _known("dataset", datasets.names, datasets.get)
 
 #: The fields that configure the GAN (`gan_arguments` maps them; the library checks them).
-GAN_FIELDS = ("loss", "form", "n_dis", "iter_size", "ema", "r1", "gp", "augment", "lookahead")
+GAN_FIELDS = ("loss", "form", "n_dis", "warmup", "iter_size", "ema", "r1", "gp", "augment", "lookahead")
+
+#: Fields added after runs were recorded, with the value that means what those runs did: a
+#: `config.json` without one reads as having that value (a resume, the benchmarks' records).
+ADDED_FIELDS = {"warmup": 0}
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -205,7 +213,7 @@ def gan_arguments(config):
     """
     builders = (
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
-        (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
+        (("form", "n_dis", "warmup"), lambda: {"form": _form(config)}),
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
         (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),
@@ -224,6 +232,21 @@ def gan_arguments(config):
             raise ConfigError(f"invalid {fields}: {' '.join(str(err).split())}") from None
     penalties = (arguments.pop("r1"), arguments.pop("gp"))
     return {**arguments, "regularizers": [penalty for penalty in penalties if penalty is not None]}
+
+
+def _form(config):
+    """The config's form, after `warmup` G updates of `alternating` where it sets some (and the
+    form is not alternating itself)."""
+    form = fp_forms.get(config.form, n_dis=config.n_dis)
+    if config.warmup == 0 or isinstance(form, fp_forms.Alternating):
+        return form
+    return fp_forms.Warmup(form, updates=config.warmup, start=fp_forms.Alternating(n_dis=config.n_dis))
+
+
+def with_added_fields(values):
+    """A recorded config's JSON values with the fields added since (`ADDED_FIELDS`) at the
+    value that means what it did."""
+    return {**ADDED_FIELDS, **values}
 
 
 def lookahead_applies(form, lookahead):
@@ -366,6 +389,12 @@ def _whole_executions(config):
         steps_per_epoch % config.steps_per_execution == 0,
         f"the epoch length ({steps_per_epoch} steps) must be a multiple of config.steps_per_execution; "
         f"received steps_per_execution={config.steps_per_execution}.",
+    )
+    warmup = config.warmup if _is_int(config.warmup) else 0
+    _check(
+        warmup % config.steps_per_execution == 0,
+        f"config.warmup ({warmup} G updates: the form switches there) must be a multiple of "
+        f"config.steps_per_execution; received steps_per_execution={config.steps_per_execution}.",
     )
 
 

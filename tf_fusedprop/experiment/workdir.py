@@ -23,7 +23,7 @@ import glob
 import os
 
 from tf_fusedprop.experiment import downloads, files
-from tf_fusedprop.experiment.config import ConfigError, json_values
+from tf_fusedprop.experiment.config import ConfigError, json_values, with_added_fields
 
 __all__ = [
     "RESUMABLE_CHANGES",
@@ -102,7 +102,7 @@ def completed_run(workdir, config):
     config_path = os.path.join(workdir, CONFIG)
     if not os.path.exists(config_path):
         return None
-    stored, wanted = files.read_json(config_path), json_values(config)
+    stored, wanted = with_added_fields(files.read_json(config_path)), json_values(config)
     difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS,))
     if difference:
         key, old, new = difference

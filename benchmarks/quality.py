@@ -225,6 +225,8 @@ STABILIZERS = {
     # the config's Lookahead and without it; alternating's own run is the same with or without.
     **{f"warmup{k}": {"warmup": k} for k in (250, 500, 1000, 1500)},
     **{f"warmup{k}_no_lookahead": {"warmup": k, "lookahead.every": 0} for k in (250, 500, 1000)},
+    # ... and one alternating update every k (one step per call of the train function).
+    **{f"alternate_every{k}": {"alternate_every": k, "steps_per_execution": 1} for k in (2, 4)},
     "g_lr_half": {
         "ring8": {"g_lr": 5e-4},
         "grid25": {"g_lr": 5e-4},
@@ -388,8 +390,8 @@ def _comparable(config_values):
     the forms Lookahead applies to (kept as whether it applies to this run's form), and a warm
     start of alternating before alternating."""
     values = {key: value for key, value in with_added_fields(config_values).items() if key != "cache_dir"}
-    if values.get("form") == "alternating":  # a warm start of alternating before alternating is none
-        values["warmup"] = 0
+    if values.get("form") == "alternating":  # alternating mixed with alternating is alternating
+        values["warmup"] = values["alternate_every"] = 0
     lookahead = values.get("lookahead")
     if isinstance(lookahead, dict) and "forms" in lookahead:
         applies = lookahead_applies(values.get("form"), lookahead)
@@ -868,14 +870,21 @@ def _per_update(task, form, seconds_per_update):
 
 def seconds_model(task, runs, seconds_per_update):
     """`G updates -> modelled seconds` of a row's runs: the updates x the form's seconds per
-    update, those of a warm start (`config.warmup`) at alternating's; None without them."""
-    form = runs[0]["form"]
-    warmup = 0 if form == "alternating" else with_added_fields(runs[0]["config"])["warmup"]
+    update, those of a warm start (`config.warmup`) and of the alternating updates mixed in
+    (`config.alternate_every`) at alternating's; None without them."""
+    form, config = runs[0]["form"], with_added_fields(runs[0]["config"])
+    warmup, every = (0, 0) if form == "alternating" else (config["warmup"], config["alternate_every"])
     per_form = _per_update(task, form, seconds_per_update)
-    per_start = _per_update(task, "alternating", seconds_per_update) if warmup else 0.0
-    if per_form is None or per_start is None:
+    per_alternating = _per_update(task, "alternating", seconds_per_update) if warmup or every else 0.0
+    if per_form is None or per_alternating is None:
         return None
-    return lambda steps: min(steps, warmup) * per_start + max(steps - warmup, 0) * per_form
+
+    def seconds_at(steps):  # forms.Periodic's alternating updates: those u with (u + 1) % every == 0
+        mixed = max(steps // every - warmup // every, 0) if every else 0
+        alternating = min(steps, warmup) + mixed
+        return alternating * per_alternating + (steps - alternating) * per_form
+
+    return seconds_at
 
 
 def _modelled(task, form, steps_to_threshold, runs, seconds_per_update):

@@ -215,6 +215,9 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertAllClose(quality.seconds_model("mnist", recorded_before_warmup_existed, seconds)(1500), 360.0)
         self.assertIsNone(quality.seconds_model("mnist", runs, {"fused": 0.24}))  # alternating's seconds missing
         self.assertIsNotNone(quality.seconds_model("mnist", recorded_before_warmup_existed, {"fused": 0.24}))
+        mixed = [{"form": "fused", "config": {"warmup": 500, "alternate_every": 4, "steps": 1500}}]
+        # updates 0-499 alternating, then of 500-1499 those u with (u + 1) % 4 == 0: 250 of them
+        self.assertAllClose(quality.seconds_model("mnist", mixed, seconds)(1500), 750 * 0.3 + 750 * 0.24)
 
     def test_the_best_evaluation_of_each_run_and_its_modelled_time(self):
         records = self.records()

@@ -231,8 +231,25 @@ class WarmupTest(tu.TestCase):
         ):
             fp_config.gan_arguments(config)
 
+    def test_one_alternating_update_every_k_after_the_warm_start_one_step_per_call(self):
+        config = tu.tiny_config("ring8")
+        config.warmup, config.alternate_every, config.steps_per_execution = 4, 3, 2
+        expected = fp.forms.Warmup(fp.forms.Periodic("fused", every=3), updates=4)
+        self.assertEqual(repr(fp_config.gan_arguments(config)["form"]), repr(expected))
+        with self.assertRaisesRegex(
+            fp_config.ConfigError, r"config.alternate_every .* needs config.steps_per_execution=1"
+        ):
+            fp_config.validate(config)
+        config.steps, config.steps_per_epoch = 8, 4
+        fitted, note = fp_config.fit_steps_per_execution(config)
+        self.assertEqual(fitted.steps_per_execution, 1)
+        self.assertIn("config.alternate_every switches forms from one G update to the next", note)
+        fp_config.validate(fitted)
+
     def test_a_config_recorded_before_warmup_existed_reads_as_none(self):
-        self.assertEqual(fp_config.with_added_fields({"form": "fused"}), {"form": "fused", "warmup": 0})
+        self.assertEqual(
+            fp_config.with_added_fields({"form": "fused"}), {"form": "fused", "warmup": 0, "alternate_every": 0}
+        )
         self.assertEqual(fp_config.with_added_fields({"warmup": 500})["warmup"], 500)
         self.assertEqual(set(fp_config.ADDED_FIELDS) - set(tu.tiny_config("ring8")), set())
 

@@ -71,6 +71,13 @@ def fit_steps_per_execution(config):
     warmup = config.warmup if _is_int(config.warmup) and config.warmup > 0 else 0
     wanted = config.steps_per_execution
     fitted = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0 and warmup % d == 0)
+    if config.alternate_every and fitted > 1:
+        config = config.copy_and_resolve_references()
+        config.steps_per_execution = 1
+        return config, (
+            f"config.steps_per_execution: 1, not the config's {wanted}: config.alternate_every switches forms "
+            "from one G update to the next."
+        )
     if fitted == wanted:
         return config, None
     config = config.copy_and_resolve_references()
@@ -168,11 +175,23 @@ def _image_size(key, value):
 _known_dataset = _known("dataset", datasets.names, datasets.get)
 
 #: The fields that configure the GAN (`gan_arguments` maps them; the library checks them).
-GAN_FIELDS = ("loss", "form", "n_dis", "warmup", "iter_size", "ema", "r1", "gp", "augment", "lookahead")
+GAN_FIELDS = (
+    "loss",
+    "form",
+    "n_dis",
+    "warmup",
+    "alternate_every",
+    "iter_size",
+    "ema",
+    "r1",
+    "gp",
+    "augment",
+    "lookahead",
+)
 
 #: Fields added after runs were recorded, with the value that means what those runs did: a
 #: `config.json` without one reads as having that value (a resume, the benchmarks' records).
-ADDED_FIELDS = {"warmup": 0}
+ADDED_FIELDS = {"warmup": 0, "alternate_every": 0}
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -213,7 +232,7 @@ def gan_arguments(config):
     """
     builders = (
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
-        (("form", "n_dis", "warmup"), lambda: {"form": _form(config)}),
+        (("form", "n_dis", "warmup", "alternate_every"), lambda: {"form": _form(config)}),
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
         (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),
@@ -235,12 +254,16 @@ def gan_arguments(config):
 
 
 def _form(config):
-    """The config's form, after `warmup` G updates of `alternating` where it sets some (and the
-    form is not alternating itself)."""
+    """The config's form, with one `alternating` update every `alternate_every` and after
+    `warmup` G updates of `alternating`, where it sets them (and the form is not alternating)."""
     form = fp_forms.get(config.form, n_dis=config.n_dis)
-    if config.warmup == 0 or isinstance(form, fp_forms.Alternating):
+    if isinstance(form, fp_forms.Alternating):
         return form
-    return fp_forms.Warmup(form, updates=config.warmup, start=fp_forms.Alternating(n_dis=config.n_dis))
+    if config.alternate_every:
+        form = fp_forms.Periodic(form, every=config.alternate_every, other=fp_forms.Alternating(n_dis=config.n_dis))
+    if config.warmup:
+        form = fp_forms.Warmup(form, updates=config.warmup, start=fp_forms.Alternating(n_dis=config.n_dis))
+    return form
 
 
 def with_added_fields(values):
@@ -395,6 +418,11 @@ def _whole_executions(config):
         warmup % config.steps_per_execution == 0,
         f"config.warmup ({warmup} G updates: the form switches there) must be a multiple of "
         f"config.steps_per_execution; received steps_per_execution={config.steps_per_execution}.",
+    )
+    _check(
+        not config.alternate_every or config.steps_per_execution == 1,
+        f"config.alternate_every switches forms from one G update to the next: it needs "
+        f"config.steps_per_execution=1; received steps_per_execution={config.steps_per_execution}.",
     )
 
 

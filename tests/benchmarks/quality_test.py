@@ -91,16 +91,16 @@ class PlanTest(tu.TestCase):
 
     def test_a_stabilizer_that_leaves_a_runs_effective_config_unchanged_makes_no_run(self):
         runs = [
-            quality.Run("ring8", "nonsaturating", form, 0, stabilizer)
+            quality.Run("grid25", "nonsaturating", form, 0, stabilizer)
             for stabilizer in ("defaults", "lookahead_everywhere", "no_ema", "warmup250")
             for form in ("alternating", "fused")
         ]
         kept, left_out = quality.distinct([(run, quality.make_config(run)) for run in runs])
-        # ring8 gives Lookahead to fused already: "everywhere" changes alternating's run only; a
+        # grid25 gives Lookahead to fused already: "everywhere" changes alternating's run only; a
         # warm start of alternating changes fused's only.
         self.assertEqual(
             left_out,
-            ["ring8-nonsaturating-fused+lookahead_everywhere-s0", "ring8-nonsaturating-alternating+warmup250-s0"],
+            ["grid25-nonsaturating-fused+lookahead_everywhere-s0", "grid25-nonsaturating-alternating+warmup250-s0"],
         )
         self.assertLen(kept, 6)
 
@@ -260,7 +260,7 @@ class PlateauThresholdTest(tu.TestCase):
     def test_the_plot_shows_modelled_seconds_where_every_form_has_its_seconds_per_update(self):
         records = self.records()
         alternating = [r for r in records if r["form"] == "alternating"]
-        steps, seconds, _, _ = quality._curve(alternating, "fid", 1.0, 0.3)
+        steps, seconds, _, _ = quality._curve(alternating, "fid", 1.0, lambda step: 0.3 * step)
         self.assertAllClose(seconds, [150.0, 300.0, 450.0])
         self.assertAllClose(quality._curve(alternating, "fid", 1.0)[1], [100.0, 200.0, 300.0])  # measured
         path = os.path.join(self.get_temp_dir(), "quality.png")

@@ -159,9 +159,10 @@ def config_flags(name, config):
 
 
 def tiny(name, **fields):
-    """`tu.tiny_config(name)` without evaluation, then `fields`."""
+    """`tu.tiny_config(name)` without evaluation and without a warm start, then `fields`."""
     config = tu.tiny_config(name)
-    config.update(eval_samples=0, batch_size=16, **fields)
+    config.update(eval_samples=0, batch_size=16, warmup=0)
+    config.update(**fields)
     return config
 
 
@@ -363,7 +364,10 @@ class DistributedTrainTest(tu.TestCase):
         tmp = self.get_temp_dir()
         workdir = os.path.join(tmp, "run")
         steps = 40 if kill else 20
-        config = tiny("ring8", form=form, iter_size=iter_size, steps=steps, steps_per_epoch=10, steps_per_execution=5)
+        # ring8's warm start (alternating, then the form) switches at update 10, inside the run.
+        config = tiny(
+            "ring8", form=form, iter_size=iter_size, steps=steps, steps_per_epoch=10, steps_per_execution=5, warmup=10
+        )
         config.discriminator.spectral_norm = spectral_norm
         flags = config_flags("ring8", config)
         epochs = steps // 10

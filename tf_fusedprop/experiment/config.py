@@ -82,7 +82,9 @@ def fit_steps_per_execution(config):
         return config, None
     config = config.copy_and_resolve_references()
     config.steps_per_execution = fitted
-    lengths = f"the epoch length ({steps_per_epoch} steps)" + (f" and the warm start ({warmup})" if warmup else "")
+    epoch_only = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0)
+    lengths = f"the epoch length ({steps_per_epoch} steps)"
+    lengths += f" and the warm start ({warmup})" if fitted != epoch_only else ""
     return config, (
         f"config.steps_per_execution: {fitted}, not the config's {wanted}, to divide {lengths}; "
         "set it on the command line to choose another divisor."
@@ -232,7 +234,8 @@ def gan_arguments(config):
     """
     builders = (
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
-        (("form", "n_dis", "warmup", "alternate_every"), lambda: {"form": _form(config)}),
+        (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
+        (("warmup", "alternate_every"), lambda: {"form": _scheduled(arguments["form"], config)}),
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
         (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),
@@ -253,10 +256,9 @@ def gan_arguments(config):
     return {**arguments, "regularizers": [penalty for penalty in penalties if penalty is not None]}
 
 
-def _form(config):
-    """The config's form, with one `alternating` update every `alternate_every` and after
-    `warmup` G updates of `alternating`, where it sets them (and the form is not alternating)."""
-    form = fp_forms.get(config.form, n_dis=config.n_dis)
+def _scheduled(form, config):
+    """`form` with one `alternating` update every `alternate_every` and after `warmup` G updates
+    of `alternating`, where the config sets them (and the form is not alternating itself)."""
     if isinstance(form, fp_forms.Alternating):
         return form
     if config.alternate_every:

@@ -114,10 +114,7 @@ class TFGANOracleTest(tu.TestCase):
 
     def setUp(self):
         super().setUp()
-        impl, reason = tfgan_oracle.load("python.losses.losses_impl")
-        if impl is None:
-            self.skipTest(reason)
-        self.tfgan = _tfgan_losses(impl)
+        self.tfgan = _tfgan_losses(tfgan_oracle.require(self, "python.losses.losses_impl"))
         self.real = tf.constant(Y[::-1].copy(), tf.float32)
         self.fake = tf.constant(Y, tf.float32)
 

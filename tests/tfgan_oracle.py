@@ -66,3 +66,15 @@ def load(relative_name):
         return _load(relative_name), None
     except Exception as err:  # noqa: BLE001 - any failure is a reason to skip, stated.
         return None, f"TF-GAN's {relative_name} cannot be loaded here: {type(err).__name__}: {err}"
+
+
+def require(test, relative_name, environ=os.environ):
+    """The module, for `test` (a `unittest.TestCase`): where it cannot be loaded, the test is
+    skipped with the reason, but fails under CI (`CI` set), whose install must provide the
+    oracle: a broken install would otherwise pass there by skipping what it should check."""
+    module, reason = load(relative_name)
+    if module is None:
+        if environ.get("CI"):
+            test.fail(f"{reason} (CI is set: the test extra must install the oracle)")
+        test.skipTest(reason)
+    return module

@@ -189,9 +189,7 @@ class TFGANOracleTest(tu.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.tfgan, reason = tfgan_oracle.load("python.eval.classifier_metrics")
-        if self.tfgan is None:
-            self.skipTest(reason)
+        self.tfgan = tfgan_oracle.require(self, "python.eval.classifier_metrics")
         rng = np.random.default_rng(0)
         self.a = rng.normal(size=(300, 8))
         self.b = rng.normal(0.3, 1.5, size=(300, 8)) @ rng.normal(size=(8, 8))

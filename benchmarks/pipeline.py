@@ -22,7 +22,8 @@ import tensorflow as tf
 from absl import app, flags
 
 from configs import images as images_config
-from tf_fusedprop.experiment import data, datasets, image_files, train_lib
+from tf_fusedprop import networks
+from tf_fusedprop.experiment import data, image_files, train_lib
 from tf_fusedprop.networks import sngan
 
 FLAGS = flags.FLAGS
@@ -63,7 +64,7 @@ def step_images_per_second(size, batch_size, steps, real):
     g_width, d_width = sngan.default_widths(size)
     config.generator.width = FLAGS.generator_width or g_width
     config.discriminator.width = FLAGS.discriminator_width or d_width
-    gan = train_lib.build_gan(config, network_inputs=datasets.NETWORK_INPUTS[config.network].kwargs((size, size, 3)))
+    gan = train_lib.build_gan(config, network_inputs=networks.facts(config.network).inputs((size, size, 3)))
     step = tf.function(gan.train_step)
     for _ in range(2):
         float(step(real)["d_loss"])

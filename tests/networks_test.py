@@ -1,5 +1,6 @@
 """Tests for tf_fusedprop.networks: shapes, ranges, discriminator checks, exact single-pass forms."""
 
+import inspect
 import os
 
 import keras
@@ -224,3 +225,22 @@ class ConditionalTest(tu.TestCase):
             loaded = keras.models.load_model(path)
             inputs = [tf.random.normal([2] + list(model.inputs[0].shape[1:])), tf.constant([3, 1])]
             self.assertAllClose(loaded(inputs, training=False), model(inputs, training=False), atol=1e-6)
+
+
+class FactsTest(tu.TestCase):
+    def test_every_network_states_its_facts_and_they_match_its_builders(self):
+        for name in networks.names():
+            facts = networks.facts(name)
+            self.assertEqual(networks.get(name), (facts.generator, facts.discriminator))
+            for builder in (facts.generator, facts.discriminator):
+                takes_classes = "num_classes" in inspect.signature(builder).parameters
+                self.assertEqual(takes_classes, facts.conditional, f"{name}: {builder.__name__}")
+            shape = (2 * facts.size_multiple, 2 * facts.size_multiple, 3) if facts.image else (2,)
+            for builder, arguments in zip((facts.generator, facts.discriminator), facts.inputs(shape)):
+                self.assertLessEqual(set(arguments), set(inspect.signature(builder).parameters), name)
+        with self.assertRaisesRegex(ValueError, "Unknown network.*Valid"):
+            networks.facts("vgg")
+
+
+if __name__ == "__main__":
+    tf.test.main()

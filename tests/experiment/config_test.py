@@ -119,7 +119,13 @@ class ValidateTest(tu.TestCase):
             r"invalid config.lookahead: .*every must be a positive integer",
         ),
         ("ring8", "steps_per_execution", 3, r"multiple of config.steps_per_execution; received steps_per_execution=3"),
-        ("digits", "image_size", 10, r"image_size must be a multiple of 4 .*; received image_size=10"),
+        (
+            "digits",
+            "image_size",
+            10,
+            r"network 'digits' builds images whose side is a multiple of 4; received image_size=10",
+        ),
+        ("digits", "image_size", 0, r"config.image_size must be a positive integer"),
         (
             "ring8",
             "generator.depth",

@@ -166,14 +166,6 @@ def _bool(key, value):
     _check(isinstance(value, bool), f"config.{key} must be True or False; received {value!r}.")
 
 
-def _image_size(key, value):
-    _positive_int(key, value)
-    _check(
-        value % 4 == 0,
-        f"config.{key} must be a multiple of 4 (the digits networks upsample twice); received {key}={value}.",
-    )
-
-
 _known_dataset = _known("dataset", datasets.names, datasets.get)
 
 #: The fields that configure the GAN (`gan_arguments` maps them; the library checks them).
@@ -337,7 +329,7 @@ DATASET_FIELDS = {
     "channels": _channels,
     "mirror": _bool,
     "conditional": _bool,
-    "image_size": _image_size,
+    "image_size": _positive_int,  # and a multiple of the network's (`_image_size_fits_network`)
     "data_dir": None,
     "inception_path": None,
     "eval_real_samples": _sample_count,
@@ -351,9 +343,9 @@ DATASET_FIELDS = {
 
 def _network_fits_dataset(config):
     image = datasets.get(config.dataset).image
-    fitting = [name for name, inputs in datasets.NETWORK_INPUTS.items() if inputs.image == image]
+    fitting = [name for name in fp_networks.names() if fp_networks.facts(name).image == image]
     _check(
-        datasets.NETWORK_INPUTS[config.network].image == image,
+        fp_networks.facts(config.network).image == image,
         f"network {config.network!r} does not fit dataset {config.dataset!r}: use "
         f"{'an image network (' + ', '.join(fitting) + ')' if image else 'network ' + ', '.join(fitting)} "
         f"(received network={config.network!r}, dataset={config.dataset!r}).",
@@ -363,7 +355,7 @@ def _network_fits_dataset(config):
 def _image_size_fits_network(config):
     if "image_size" not in config:
         return
-    multiple = datasets.NETWORK_INPUTS[config.network].size_multiple
+    multiple = fp_networks.facts(config.network).size_multiple
     _check(
         config.image_size % multiple == 0,
         f"network {config.network!r} builds images whose side is a multiple of {multiple}; received "

@@ -12,12 +12,10 @@ module branches on dataset names (`prepare(config)` is that knowledge for one ru
 
 With `config.num_classes` set (a conditional GAN) the pipelines yield `(samples, labels)`.
 
-The networks' side is `NETWORK_INPUTS`: per network name (`tf_fusedprop.networks.names()`),
-whether it takes images, and which builder arguments the sample shape fixes;
-`network_inputs(config)` gives them for a config.
+The networks' side is theirs (`tf_fusedprop.networks.facts`: image or vector, the builder
+arguments a sample shape fixes); `network_inputs(config)` gives those for a config.
 """
 
-import collections
 import dataclasses
 import functools
 import hashlib
@@ -28,13 +26,11 @@ from typing import Callable
 import numpy as np
 
 from tf_fusedprop import _checks
+from tf_fusedprop import networks as fp_networks
 from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, images
-from tf_fusedprop.networks.sngan import bottom_of, default_widths
 
 __all__ = [
-    "NETWORK_INPUTS",
     "DatasetSpec",
-    "NetworkInputs",
     "Prepared",
     "class_names",
     "completed",
@@ -360,13 +356,13 @@ def class_names(config):
 
 def completed(config):
     """`config` with what its data decide filled in: network widths left None, from the image
-    side (`NetworkInputs.default_widths`); with `conditional` set (a user's images),
+    side (`networks.Network.default_widths`); with `conditional` set (a user's images),
     `num_classes` from the data's classes. A config with nothing to fill is returned as it is.
 
     Raises:
       image_files.ImageSourceError: `conditional` on data without classes.
     """
-    widths = NETWORK_INPUTS[config.network].default_widths
+    widths = fp_networks.facts(config.network).default_widths
     unset = [role for role in ("generator", "discriminator") if config[role].get("width", 0) is None]
     if widths is not None and unset:
         config = config.copy_and_resolve_references()
@@ -401,50 +397,9 @@ def get(name):
     return _checks.registered(_REGISTRY, "dataset", name)
 
 
-# --------------------------------------------------------------------------------------------
-# Networks: what the data fix in each builder's arguments
-# --------------------------------------------------------------------------------------------
-
-NetworkInputs = collections.namedtuple(
-    "NetworkInputs", ["image", "kwargs", "size_multiple", "default_widths"], defaults=[1, None]
-)
-NetworkInputs.__doc__ = """How samples enter a network: `image` (takes image samples),
-`kwargs(sample_shape) -> (generator kwargs, discriminator kwargs)` fixed by the data,
-`size_multiple`, what the image side must be a multiple of (the network's up/down-samplings),
-and `default_widths(image side) -> (generator width, discriminator width)` for a config that
-leaves `generator.width` or `discriminator.width` None (`completed`), or None."""
-
-
-def _vector_kwargs(shape):
-    return {"output_dim": shape[0]}, {"input_dim": shape[0]}
-
-
-def _digits_kwargs(shape):
-    size = {"image_size": shape[0], "channels": shape[-1]}
-    return size, dict(size)
-
-
-def _sngan_kwargs(shape):
-    """One up/down-sampling block per octave between the image and 4 px (6 at 48 px)."""
-    bottom = bottom_of(shape[0])
-    return {"channels": shape[-1], "bottom": bottom, "image_size": shape[0]}, {
-        "input_shape": tuple(shape),
-        "bottom": bottom,
-    }
-
-
-#: Per network name of `tf_fusedprop.networks`: how the data enter its builders.
-NETWORK_INPUTS = {
-    "digits": NetworkInputs(image=True, kwargs=_digits_kwargs, size_multiple=4),
-    "sngan_cnn": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8, default_widths=default_widths),
-    "sngan_resnet": NetworkInputs(image=True, kwargs=_sngan_kwargs, size_multiple=8),
-    "mlp": NetworkInputs(image=False, kwargs=_vector_kwargs),
-}
-
-
 def network_inputs(config):
     """`(generator kwargs, discriminator kwargs)` that `config`'s data fix for its network."""
-    return NETWORK_INPUTS[config.network].kwargs(get(config.dataset).sample_shape(config))
+    return fp_networks.facts(config.network).inputs(get(config.dataset).sample_shape(config))
 
 
 # --------------------------------------------------------------------------------------------

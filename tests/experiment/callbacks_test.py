@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, networks
-from tf_fusedprop.experiment import callbacks, data, images
+from tf_fusedprop.experiment import callbacks, data, pictures
 
 
 def tiny_gan(seed=0):
@@ -37,7 +37,7 @@ class CallbacksTest(tu.TestCase):
         grid = callbacks.SampleGrid(
             np.zeros((10, 4), np.float32),
             os.path.join(directory, "samples"),
-            render=lambda s: images.scatter_plot(s, extent=3.0),
+            render=lambda s: pictures.scatter_plot(s, extent=3.0),
             writer=writer,
         )
         backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"))

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop.experiment import files, images, summaries
+from tf_fusedprop.experiment import files, pictures, summaries
 from tf_fusedprop.experiment.config import json_values, schedule
 
 __all__ = ["BackupAndRestore", "Evaluation", "RunCallbacks", "SampleGrid", "Scalars", "Throughput"]
@@ -37,7 +37,7 @@ class SampleGrid(keras.callbacks.Callback):
       latents: the fixed latents, array `[n, latent_dim]`.
       directory: where the PNGs go (created if missing).
       render: maps float32 samples `[n, ...]` to a uint8 `[height, width, channels]` image,
-        e.g. `images.image_grid` or an `images.scatter_plot` partial.
+        e.g. `pictures.image_grid` or an `pictures.scatter_plot` partial.
       writer: an optional `tf.summary` writer.
       labels: for a conditional G, the class of each latent (`[n]`), or None.
 
@@ -45,7 +45,7 @@ class SampleGrid(keras.callbacks.Callback):
       last_path: the path of the last PNG written, or None.
     """
 
-    def __init__(self, latents, directory, render=images.image_grid, writer=None, labels=None):
+    def __init__(self, latents, directory, render=pictures.image_grid, writer=None, labels=None):
         super().__init__()
         self.latents = np.asarray(latents, dtype=np.float32)
         self.labels = None if labels is None else np.asarray(labels, dtype=np.int32)
@@ -64,7 +64,7 @@ class SampleGrid(keras.callbacks.Callback):
         image = self.render(samples)
         os.makedirs(self.directory, exist_ok=True)
         self.last_path = self.path(epoch)
-        images.write_png(self.last_path, image)
+        pictures.write_png(self.last_path, image)
         if self.writer is not None:
             with self.writer.as_default():
                 summaries.summary_image("samples", image, step=_global_step(self.model))

@@ -27,7 +27,7 @@ import numpy as np
 
 from tf_fusedprop import _checks
 from tf_fusedprop import networks as fp_networks
-from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, images
+from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, pictures
 
 __all__ = [
     "DatasetSpec",
@@ -98,8 +98,8 @@ def grid_inputs(config):
 
 def _image_grid(config):
     if config.num_classes is None:
-        return images.image_grid
-    return functools.partial(images.image_grid, columns=max(1, config.grid_samples // config.num_classes))
+        return pictures.image_grid
+    return functools.partial(pictures.image_grid, columns=max(1, config.grid_samples // config.num_classes))
 
 
 def _labelled(config):
@@ -254,7 +254,7 @@ def _mixture(name, pipeline):
 
     def render(config):
         extent = float(np.abs(centers).max()) * 1.25 + 0.5
-        return functools.partial(images.scatter_plot, extent=extent, centers=centers)
+        return functools.partial(pictures.scatter_plot, extent=extent, centers=centers)
 
     return DatasetSpec(
         name=name,

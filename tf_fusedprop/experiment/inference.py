@@ -14,7 +14,7 @@ import os
 import numpy as np
 from ml_collections import config_dict
 
-from tf_fusedprop.experiment import callbacks, datasets, downloads, evaluators, files, images, train_lib
+from tf_fusedprop.experiment import callbacks, datasets, downloads, evaluators, files, pictures, train_lib
 from tf_fusedprop.experiment.config import ConfigError
 
 __all__ = ["SAMPLES", "Restored", "evaluate", "restore", "sample"]
@@ -100,7 +100,7 @@ def sample(workdir, num=1000, class_name=None):
     files.atomic_write(npz, write)
     png = os.path.join(workdir, f"samples-{num}{suffix}.png")
     shown = samples if samples.ndim == 2 else samples[:100]  # a scatter plot shows them all
-    images.write_png(png, datasets.prepare(config, evaluate=False).render(shown))
+    pictures.write_png(png, datasets.prepare(config, evaluate=False).render(shown))
     return npz, png, run
 
 

@@ -1,4 +1,4 @@
-"""Sample images rendered with numpy only and written as PNG with `tf.io.encode_png` (no
+"""The pictures a run draws: sample images rendered with numpy only and written as PNG with `tf.io.encode_png` (no
 Pillow, no matplotlib): a grid of generated images, a scatter plot of 2-D samples.
 """
 

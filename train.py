@@ -296,7 +296,7 @@ def _rerun_command(workdir, typed_argv):
     return shlex.join(["python", typed_argv[0], *kept, f"--workdir={workdir}"])
 
 
-def _interrupted(message):
+def _interrupted_status(message):
     if sys.stdout.isatty():
         print(flush=True)  # End the progress bar's line.
     print(message, file=sys.stderr, flush=True)
@@ -350,9 +350,9 @@ def run(argv):
     except divergence.TrainingDivergedError as err:
         return _diverged(err, typed_argv, argv)
     except TrainingInterrupted as err:
-        return _interrupted(err.describe(_rerun_command(err.workdir, typed_argv)))
+        return _interrupted_status(err.describe(_rerun_command(err.workdir, typed_argv)))
     except KeyboardInterrupt:
-        return _interrupted("interrupted before training started; nothing was trained or written to resume from")
+        return _interrupted_status("interrupted before training started; nothing was trained or written to resume from")
     return 0
 
 

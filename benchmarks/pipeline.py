@@ -3,7 +3,7 @@
     python benchmarks/pipeline.py [--sizes=32,64,128] [--images=2000] [--steps=6] [--batches=200]
 
 Per image size: JPEG files are written (random smooth colour images of 1.5x the size, so that
-each is cropped and resized), prepared once (`image_files.prepare`: decode, crop, resize,
+each is cropped and resized), prepared once (`image_files.decode_once`: decode, crop, resize,
 uint8 cache; its images/s printed too), then the training pipeline (`data.uint8_images`, with
 mirror flips) is iterated for `--batches` batches of 64, and the fused step of
 `configs/images.py` at that size (`train_lib.build_gan`: SNGAN's CNN at its widths for the
@@ -85,7 +85,7 @@ def main(argv):
             os.makedirs(folder)
             write_jpegs(folder, FLAGS.images, size)
             start = time.perf_counter()
-            prepared = image_files.prepare(folder, size, os.path.join(tmp, "cache"))
+            prepared = image_files.decode_once(folder, size, os.path.join(tmp, "cache"))
             decode = FLAGS.images / (time.perf_counter() - start)
         pipeline = pipeline_images_per_second(prepared.images, FLAGS.batches, FLAGS.batch_size)
         real = tf.constant(prepared.images[: FLAGS.batch_size].astype(np.float32) / 127.5 - 1.0)

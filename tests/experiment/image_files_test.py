@@ -96,7 +96,7 @@ class PrepareTest(tu.TestCase):
 
     def test_decoded_once_cropped_resized_with_classes_and_the_corrupt_file_skipped(self):
         lines = []
-        prepared = image_files.prepare(self.root, 16, self.cache, log=lines.append)
+        prepared = image_files.decode_once(self.root, 16, self.cache, log=lines.append)
         self.assertEqual((prepared.images.shape, prepared.images.dtype), ((16, 16, 16, 3), np.uint8))
         self.assertEqual(prepared.skipped, [os.path.join(self.root, "one", "corrupt.jpg")])
         self.assertEqual(prepared.class_names, ["one", "zero"])
@@ -115,7 +115,7 @@ class PrepareTest(tu.TestCase):
             r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v1.$",
         )
         self.assertEqual(sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json"])
-        again = image_files.prepare(self.root, 16, self.cache)
+        again = image_files.decode_once(self.root, 16, self.cache)
         self.assertTrue(again.reused)
         self.assertIsInstance(again.images, np.memmap)  # read from disk as needed
         self.assertAllEqual(again.images, prepared.images)
@@ -127,7 +127,7 @@ class PrepareTest(tu.TestCase):
         folder = os.path.join(self.get_temp_dir(), "wide")
         os.makedirs(folder)
         tf.io.write_file(os.path.join(folder, "w.png"), tf.io.encode_png(wide))
-        prepared = image_files.prepare(folder, 16, self.cache)
+        prepared = image_files.decode_once(folder, 16, self.cache)
         self.assertAllEqual(prepared.images[0], wide[:, 4:20])
         self.assertIsNone(prepared.labels)
 
@@ -137,7 +137,7 @@ class PrepareTest(tu.TestCase):
         folder = os.path.join(self.get_temp_dir(), "stripes")
         os.makedirs(folder)
         tf.io.write_file(os.path.join(folder, "s.png"), tf.io.encode_png(stripes))
-        small = image_files.prepare(folder, 8, self.cache).images[0]
+        small = image_files.decode_once(folder, 8, self.cache).images[0]
         self.assertAllClose(
             small, np.full((8, 8, 1), 127.5), atol=12
         )  # averaged (bicubic rings a little), not 0 or 255
@@ -147,9 +147,9 @@ class PrepareTest(tu.TestCase):
         os.makedirs(gray)
         for i in range(2):
             tf.io.write_file(os.path.join(gray, f"{i}.png"), tf.io.encode_png(np.full((8, 8, 1), 10 * i, np.uint8)))
-        self.assertEqual(image_files.prepare(gray, 8, self.cache).images.shape, (2, 8, 8, 1))
-        self.assertEqual(image_files.prepare(gray, 8, self.cache, channels=3).images.shape, (2, 8, 8, 3))
-        self.assertEqual(image_files.prepare(self.root, 8, self.cache, channels=1).images.shape, (16, 8, 8, 1))
+        self.assertEqual(image_files.decode_once(gray, 8, self.cache).images.shape, (2, 8, 8, 1))
+        self.assertEqual(image_files.decode_once(gray, 8, self.cache, channels=3).images.shape, (2, 8, 8, 3))
+        self.assertEqual(image_files.decode_once(self.root, 8, self.cache, channels=1).images.shape, (16, 8, 8, 1))
 
     def test_a_source_with_nothing_decodable_is_one_line(self):
         folder = os.path.join(self.get_temp_dir(), "broken")
@@ -160,7 +160,7 @@ class PrepareTest(tu.TestCase):
         with self.assertRaisesRegex(
             image_files.ImageSourceError, r"none of the 2 image files in config.data=.* decodes \(the first: .*a.png\)"
         ):
-            image_files.prepare(folder, 8, self.cache)
+            image_files.decode_once(folder, 8, self.cache)
         self.assertEqual(os.listdir(os.path.join(self.cache, "images")), [])  # no half-written cache
 
 
@@ -168,11 +168,11 @@ class TfdsSourceTest(tu.TestCase):
     def test_a_tfds_dataset_is_prepared_with_its_class_labels(self):
         cache = self.get_temp_dir()
         with tfds.testing.mock_data(num_examples=10):
-            prepared = image_files.prepare("tfds:mnist", 16, cache)
+            prepared = image_files.decode_once("tfds:mnist", 16, cache)
             self.assertEqual(prepared.images.shape, (10, 16, 16, 1))
             self.assertEqual((prepared.labels.shape, prepared.class_names), ((10,), [str(d) for d in range(10)]))
-            self.assertTrue(image_files.prepare("tfds:mnist", 16, cache).reused)
-            test_split = image_files.prepare("tfds:mnist:test", 16, cache)
+            self.assertTrue(image_files.decode_once("tfds:mnist", 16, cache).reused)
+            test_split = image_files.decode_once("tfds:mnist:test", 16, cache)
             self.assertNotEqual(test_split.cache_path, prepared.cache_path)  # the split is part of the key
         self.assertTrue(image_files.is_tfds("tfds:mnist") and not image_files.is_tfds("photos"))
 
@@ -184,7 +184,7 @@ class TfdsSourceTest(tu.TestCase):
             ("tfds:glue/cola", None, r"TFDS dataset 'glue/cola' has no image feature"),
         ):
             with self.assertRaisesRegex(image_files.ImageSourceError, message) as info:
-                image_files.prepare(spec, 16, self.get_temp_dir(), data_dir=data_dir)
+                image_files.decode_once(spec, 16, self.get_temp_dir(), data_dir=data_dir)
             self.assertNotIn("\n", str(info.exception))
 
 

@@ -69,7 +69,7 @@ class DatasetUnavailableError(ValueError):
     """A dataset's files are not available locally and cannot (or may not) be downloaded."""
 
 
-def _finish(ds, batch_size, seed, repeat, shuffle_buffer):
+def _shuffled_batches(ds, batch_size, seed, repeat, shuffle_buffer):
     """Shuffles (seeded, reshuffled every epoch), repeats, batches (dropping the remainder) and
     prefetches a dataset of single samples."""
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -125,7 +125,7 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
         return (image, tf.cast(example["label"], tf.int32)) if labels else image
 
     ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
+    return _shuffled_batches(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
 
 
 def _load_cifar10(split, data_dir, seed, download):
@@ -236,7 +236,7 @@ def _in_memory(images, labels, batch_size, seed, repeat):
     a full buffer."""
     batch_size = positive_int("batch_size", batch_size)
     ds = tf.data.Dataset.from_tensor_slices(images if labels is None else (images, labels))
-    return _finish(ds, batch_size, seed, repeat, len(images))
+    return _shuffled_batches(ds, batch_size, seed, repeat, len(images))
 
 
 # --------------------------------------------------------------------------------------------

@@ -277,7 +277,7 @@ GRID25 = _mixture("grid25", data.grid25)
 
 
 def _user_images(config):
-    """The `image_files.Prepared` images of `config.data` (a folder, a zip or `tfds:NAME[:SPLIT]`
+    """The `image_files.DecodedImages` images of `config.data` (a folder, a zip or `tfds:NAME[:SPLIT]`
     in `config.data_dir`) at `config.image_size` (decoded once, into the user cache; memoized in
     this process).
 
@@ -296,7 +296,7 @@ def _user_images(config):
 
 @functools.lru_cache(maxsize=4)
 def _prepare_user_images(path, image_size, cache_dir, channels, data_dir):
-    prepared = image_files.prepare(path, image_size, cache_dir, channels=channels, data_dir=data_dir, log=print)
+    prepared = image_files.decode_once(path, image_size, cache_dir, channels=channels, data_dir=data_dir, log=print)
     print(prepared.describe(path), flush=True)
     return prepared
 

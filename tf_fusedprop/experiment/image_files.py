@@ -1,11 +1,11 @@
 """A user's own images: a folder (searched recursively), a `.zip` of one, or a TFDS dataset
 (`tfds:NAME[:SPLIT]`), decoded once.
 
-    prepared = image_files.prepare("photos/", image_size=64, cache_dir=downloads.user_cache_dir())
+    prepared = image_files.decode_once("photos/", image_size=64, cache_dir=downloads.user_cache_dir())
     prepared.images      # uint8 [n, 64, 64, channels]: centre-cropped, resized with antialiasing
 
 `open_source(path)` lists the image files of a folder or zip (PNG, JPEG, BMP, GIF: its first
-frame, WebP), sorted, with the first level of subfolders as class names. `prepare` decodes
+frame, WebP), sorted, with the first level of subfolders as class names. `decode_once` decodes
 every file once, centre-crops it to a square and resizes it with antialiasing to
 `image_size`, and keeps the result as uint8 in the cache (`cache_dir/images/`), keyed by a
 fingerprint of the source's file list, sizes and modification times (a zip: its members'
@@ -34,7 +34,7 @@ import tensorflow as tf
 
 from tf_fusedprop.experiment import data, files
 
-__all__ = ["IMAGE_EXTENSIONS", "ImageSourceError", "Prepared", "Source", "open_source", "prepare"]
+__all__ = ["IMAGE_EXTENSIONS", "DecodedImages", "ImageSourceError", "Source", "decode_once", "open_source"]
 
 #: File extensions read as images (lower case), as TensorFlow decodes them.
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
@@ -161,7 +161,7 @@ def _square(image, image_size):
 
 
 @dataclasses.dataclass
-class Prepared:
+class DecodedImages:
     """A source decoded once: `images` uint8 `[n, s, s, channels]` (memory-mapped from the
     cache), `labels` int32 `[n]` (the class of each image, by `class_names`) or None, the
     `skipped` files (paths that did not decode), `cache_path` (a directory) and whether it was
@@ -188,7 +188,7 @@ class Prepared:
         return f"Images: {n} from {source_path} at {size}x{size}x{channels}{classes}{skipped}; {how} {self.cache_path}."
 
 
-def prepare(path, image_size, cache_dir, channels=None, data_dir=None, log=None):
+def decode_once(path, image_size, cache_dir, channels=None, data_dir=None, log=None):
     """The images of a folder, a zip or a TFDS dataset, decoded once into `cache_dir/images/`
     (see the module docstring).
 
@@ -206,7 +206,7 @@ def prepare(path, image_size, cache_dir, channels=None, data_dir=None, log=None)
       log: called with progress lines while the cache is made (e.g. `print`); None: silent.
 
     Returns:
-      A `Prepared`. `labels` hold the first-level subfolder of each image when every image lies
+      A `DecodedImages`. `labels` hold the first-level subfolder of each image when every image lies
       in one (a TFDS dataset: its `label` feature), else None.
 
     Raises:
@@ -230,11 +230,11 @@ def _load(directory, reused):
     meta = files.read_json(os.path.join(directory, "meta.json"))
     images = np.memmap(os.path.join(directory, "images.u8"), np.uint8, mode="r", shape=tuple(meta["shape"]))
     labels = np.load(os.path.join(directory, "labels.npy")) if meta["class_names"] else None
-    return Prepared(images, labels, meta["class_names"], meta["skipped"], directory, reused)
+    return DecodedImages(images, labels, meta["class_names"], meta["skipped"], directory, reused)
 
 
 def _write(reader, image_size, channels, directory, log):
-    """Decodes `reader`'s images into `directory` (see `prepare`), one at a time: RGB first
+    """Decodes `reader`'s images into `directory` (see `decode_once`), one at a time: RGB first
     (gray replicated), then one channel if asked for or if every image was gray."""
     os.makedirs(directory)
     raw, count, gray, labels = os.path.join(directory, "rgb.u8"), 0, True, []

@@ -146,11 +146,11 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         _announce(config, strategy, precision, run, out, gan, initial_epoch, notes)
         _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose)
         try:
-            return _finish(
+            return _write_results(
                 config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
             )
         except KeyboardInterrupt:
-            raise _interrupted(gan, saving, out, trained=True) from None
+            raise _interruption(gan, saving, out, trained=True) from None
 
 
 @contextlib.contextmanager
@@ -221,10 +221,10 @@ def _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose):
         raise
     except KeyboardInterrupt:
         hooks.writer.close()
-        raise _interrupted(gan, checkpoint, out) from None
+        raise _interruption(gan, checkpoint, out) from None
 
 
-def _interrupted(gan, checkpoint, out, trained=False):
+def _interruption(gan, checkpoint, out, trained=False):
     """The `TrainingInterrupted` of a Ctrl-C at `gan`'s step, with `checkpoint`'s last save."""
     step = int(gan.g_optimizer.iterations.numpy())
     return TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out, trained)
@@ -281,7 +281,7 @@ def _resumed(pipeline, checkpoint):
     return pipeline.skip(checkpoint["steps"]) if checkpoint else pipeline
 
 
-def _finish(config, gan, workdir, evaluator, hooks, initial_epoch, start, precision, strategy_facts):
+def _write_results(config, gan, workdir, evaluator, hooks, initial_epoch, start, precision, strategy_facts):
     """Exports G, writes and returns the summary, and prints the final metrics."""
     metrics = {}
     if evaluator is not None:

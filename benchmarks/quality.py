@@ -288,6 +288,13 @@ def _define_flags():
         "report_only", False, "only rewrite results.md and quality.png from results.json", flag_values=values
     )
     flags.DEFINE_bool("dry_run", False, "print the plan and its estimated time, train nothing", flag_values=values)
+    flags.DEFINE_multi_string(
+        "reference",
+        [],
+        "DIR of another grid whose finished runs of these tasks and seeds are reported beside these "
+        "(cut at this grid's schedule), not trained again; kept in results.json",
+        flag_values=values,
+    )
     flags.DEFINE_list(
         "seconds_per_update",
         [],
@@ -923,6 +930,19 @@ def _machines(records):
     )
 
 
+def _references(records):
+    """A line naming the rows that come from other grids (`reference_records`), or ""."""
+    taken = collections.defaultdict(set)
+    for r in records:
+        if r.get("reference"):
+            taken[r["reference"]].add(_row(r))
+    return "".join(
+        f"Rows {', '.join(sorted(rows))}: the runs of {directory} (these seeds, cut at this schedule), not "
+        "trained in this grid. "
+        for directory, rows in taken.items()
+    ).strip()
+
+
 def markdown(records, environment_, grid, seconds_per_update=None):
     """results.md: the table, the thresholds, how it was measured (and, with
     `seconds_per_update`, the modelled times: `summarize`)."""
@@ -934,6 +954,7 @@ def markdown(records, environment_, grid, seconds_per_update=None):
         f"{' '.join(environment_['cpu_flags'])}), TF {environment_['tensorflow']}, Keras {environment_['keras']}, "
         f"oneDNN {environment_['onednn']}.",
         *(["", machines] if (machines := _machines(records)) else []),
+        *(["", references] if (references := _references(records)) else []),
         "",
         "| task | loss | form (+ stabilizer) | runs | diverged | final metric | second metric | reached threshold "
         "| median s to threshold | vs alternating | median G updates to threshold | training s per run |",
@@ -1076,14 +1097,58 @@ def figure(records, path, seconds_per_update=None):
     plt.close(fig)
 
 
-def write_results(out, records, environment_, grid, plot=True, seconds_per_update=None):
+def reference_records(directory, own):
+    """The finished runs of another grid (`directory`'s results.json) on the tasks, losses and
+    seeds of the records `own`, each cut at the G updates of `own`'s schedule on its task where
+    its own is longer: rows to compare with that are not trained again (e.g. the pure forms of a
+    tracked 12,000-update grid beside a 4,000-update screen of schedules). Marked `reference`.
+
+    Raises:
+      ConfigError: `directory` holds no results.json.
+    """
+    path = os.path.join(directory, "results.json")
+    if not os.path.exists(path):
+        raise ConfigError(f"--reference={directory} holds no results.json.")
+    wanted = {(r["task"], r["loss"], r["seed"]) for r in own}
+    steps = {}
+    for r in own:
+        steps[r["task"]] = max(steps.get(r["task"], 0), r["config"]["steps"])
+    kept = []
+    for r in files.read_json(path)["runs"]:
+        if (r["task"], r["loss"], r["seed"]) not in wanted or r["status"] != "done":
+            continue
+        history = [e for e in r["history"] if e["step"] <= steps[r["task"]]]
+        if not history or history[-1]["step"] < steps[r["task"]]:
+            continue  # shorter than the schedule compared with
+        kept.append(
+            {
+                **r,
+                "config": {**r["config"], "steps": steps[r["task"]]},
+                "history": history,
+                "final": history[-1]["metrics"],
+                "train_seconds": history[-1]["train_seconds"],
+                "reference": directory,
+            }
+        )
+    return kept
+
+
+def write_results(out, records, environment_, grid, plot=True, seconds_per_update=None, references=()):
     """results.json, results.md and (with `plot`) quality.png of `records` (and the modelled
-    times of `seconds_per_update`, kept in results.json)."""
+    times of `seconds_per_update`, and the rows of the `references` directories, both kept in
+    results.json; the references' runs are reported, not stored)."""
     records = _json_safe(records)
     files.write_json(
         os.path.join(out, "results.json"),
-        {"environment": environment_, "grid": grid, "seconds_per_update": seconds_per_update or {}, "runs": records},
+        {
+            "environment": environment_,
+            "grid": grid,
+            "seconds_per_update": seconds_per_update or {},
+            "references": list(references),
+            "runs": records,
+        },
     )
+    records = records + _json_safe([r for directory in references for r in reference_records(directory, records)])
     text = markdown(records, environment_, grid, seconds_per_update)
 
     def write(tmp_path):
@@ -1185,6 +1250,11 @@ def run(argv):
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    references = list(dict.fromkeys([*stored.get("references", []), *values.reference]))
+    for directory in references:
+        if not os.path.exists(os.path.join(directory, "results.json")):
+            print(f"error: --reference={directory} holds no results.json.", file=sys.stderr)
+            return 2
     if values.stabilizers != ["defaults"]:
         grid += "; stabilizers " + ", ".join(
             f"{name} ({', '.join(f'{k}={v}' for k, v in stabilizers.get(name, {}).items()) or 'the shipped config'})"
@@ -1197,6 +1267,7 @@ def run(argv):
             stored.get("environment", env),
             stored.get("grid", grid),
             seconds_per_update=seconds_per_update,
+            references=references,
         )
         print(f"Rewrote {out}/results.md and quality.png from {len(records)} runs.")
         return 0
@@ -1251,7 +1322,15 @@ def run(argv):
         records[r.id] = newer_record(records.get(r.id), rec)
         if records[r.id] is not rec:
             print(f"{r.id}: not trained on ({rec['error']}); its record kept", flush=True)
-        write_results(out, list(records.values()), env, grid, plot=False, seconds_per_update=seconds_per_update)
+        write_results(
+            out,
+            list(records.values()),
+            env,
+            grid,
+            plot=False,
+            seconds_per_update=seconds_per_update,
+            references=references,
+        )
         progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
     write_results(
         out,
@@ -1259,9 +1338,11 @@ def run(argv):
         env if todo else stored.get("environment", env),
         grid,
         seconds_per_update=seconds_per_update,
+        references=references,
     )
     print(f"Wrote {results_path}, results.md and quality.png.\n")
-    print(markdown(_json_safe(list(records.values())), env, grid, seconds_per_update))
+    with open(os.path.join(out, "results.md")) as f:
+        print(f.read())
     return 0
 
 

@@ -206,6 +206,39 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn("| 2/3 (FID <= 12.1 (1.1x alternating's mean final FID)) |", table)
         self.assertNotIn("Time modelled", quality.markdown(self.records(), quality.environment(), "grid"))
 
+    def test_a_tracked_grids_runs_are_reported_beside_a_shorter_one_cut_at_its_schedule(self):
+        tracked = self.get_temp_dir()
+        quality.write_results(tracked, self.records(), quality.environment(), "tracked", plot=False)
+        screen = []
+        for seed in (0, 1):
+            run = quality.Run("mnist", "nonsaturating", "fused", seed, "warmup500")
+            config = quality.make_config(run)
+            config.update(steps=1000, steps_per_epoch=500)
+            history = [entry(500, 100.0, fid=30.0, kid=0.1), entry(1000, 200.0, fid=12.0, kid=0.1)]
+            screen.append(quality.record(run, config, {"steps": 1000, "train_seconds": 200.0}, history, 300.0))
+        references = quality.reference_records(tracked, screen)
+        self.assertEqual(
+            sorted(r["id"] for r in references),
+            [f"mnist-nonsaturating-{f}-s{s}" for f in ("alternating", "fused") for s in (0, 1)],
+        )
+        self.assertEqual({r["config"]["steps"] for r in references}, {1000})
+        self.assertEqual({len(r["history"]) for r in references}, {2})
+        by_id = {r["id"]: r for r in references}
+        self.assertEqual(by_id["mnist-nonsaturating-alternating-s1"]["final"]["fid"], 25.0)  # its FID at 1,000
+        out = self.get_temp_dir() + "/screen"
+        os.makedirs(out)
+        quality.write_results(out, screen, quality.environment(), "screen", plot=False, references=[tracked])
+        self.assertEqual(len(read_results(out)["runs"]), 2)  # the references are reported, not stored
+        self.assertEqual(read_results(out)["references"], [tracked])
+        with open(os.path.join(out, "results.md")) as f:
+            table = f.read()
+        self.assertIn(f"Rows alternating, fused: the runs of {tracked} (these seeds, cut at this schedule)", table)
+        # the threshold is alternating's at 1,000 updates: 1.1 x mean(20, 25)
+        self.assertIn("| mnist | nonsaturating | fused+warmup500 | 2 | 0 |", table)
+        self.assertIn("FID <= 24.75 (1.1x alternating's mean final FID)", table)
+        with self.assertRaisesRegex(fp_config.ConfigError, "holds no results.json"):
+            quality.reference_records(out + "/nothing", screen)
+
     def test_a_warm_starts_updates_are_modelled_at_alternatings_seconds(self):
         seconds = quality.parse_seconds_per_update(["alternating=0.3", "fused=0.24"])
         runs = [{"form": "fused", "config": {"warmup": 500, "steps": 1500}}]

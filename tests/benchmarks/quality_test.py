@@ -1,6 +1,7 @@
 """benchmarks/quality.py: the plan, the records (divergence, thresholds) and a tiny --quick grid."""
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -24,6 +25,10 @@ TINY = {
 }
 
 
+#: Each task's seeds of the full grid.
+SEEDS = {name: task.seeds for name, task in quality.TASKS.items()}
+
+
 def quiet_run(*args):
     """`quality.run` on `args`; returns (exit status, printed text)."""
     out = io.StringIO()
@@ -43,7 +48,7 @@ def entry(step, seconds, finite=True, **metrics):
 
 class PlanTest(tu.TestCase):
     def test_the_full_grid_is_seed_major_with_hinge_on_one_task(self):
-        runs = quality.plan(list(quality.DEFAULT_TASKS), quality.FORMS, quality.SEEDS)
+        runs = quality.plan(list(quality.DEFAULT_TASKS), quality.FORMS, SEEDS)
         self.assertLen(runs, 5 * (5 + 3) + 5 * 5 + 3 * 5)
         self.assertEqual(
             [r.id for r in runs[:9]],
@@ -54,11 +59,11 @@ class PlanTest(tu.TestCase):
         self.assertEqual([r.seed for r in runs], sorted(r.seed for r in runs))
         self.assertEqual(max(r.seed for r in runs if r.task == "digits"), 2)
         self.assertEqual({r.loss for r in runs if r.task != "ring8"}, {"nonsaturating"})
-        self.assertLen(quality.plan(["ring8"], ["fused"], quality.SEEDS, losses=["nonsaturating"]), 5)
+        self.assertLen(quality.plan(["ring8"], ["fused"], SEEDS, losses=["nonsaturating"]), 5)
 
     def test_the_image_gans_at_sngan_widths_run_on_request_only(self):
         self.assertEqual(quality.DEFAULT_TASKS, ("ring8", "grid25", "digits"))
-        runs = quality.plan(["mnist", "digits32"], ["alternating", "fused"], quality.SEEDS, losses=["nonsaturating"])
+        runs = quality.plan(["mnist", "digits32"], ["alternating", "fused"], SEEDS, losses=["nonsaturating"])
         self.assertEqual(
             [r.id for r in runs[:4]],
             [f"{t}-nonsaturating-{f}-s0" for t in ("mnist", "digits32") for f in ("alternating", "fused")],
@@ -74,7 +79,7 @@ class PlanTest(tu.TestCase):
         expected.update(form="simultaneous", seed=3, cache_dir="/c")
         self.assertEqual(fp_config.json_values(config), fp_config.json_values(expected))
         quick = quality.make_config(quality.Run(task, "nonsaturating", "fused", 0), quick=True, overrides=["g_lr=5e-4"])
-        self.assertEqual((quick.steps, quick.g_lr), (quality.QUICK[task]["steps"], 5e-4))
+        self.assertEqual((quick.steps, quick.g_lr), (quality.TASKS[task].quick["steps"], 5e-4))
 
     @parameterized.parameters(("mnist", "quality_augment_long"), ("digits32", "quality_plateau"))
     def test_the_shipped_image_configs_are_the_ones_their_tracked_grid_measured(self, task, grid):
@@ -370,7 +375,7 @@ class ResumeTest(tu.TestCase):
     def test_a_lengthened_run_is_estimated_for_the_updates_it_has_left(self):
         run = quality.Run("mnist", "nonsaturating", "fused", 0)
         config = quality.make_config(run, cache_dir="c", overrides=("steps=12000",))
-        fixed, per_step, per_eval = quality.COST["mnist"]
+        fixed, per_step, per_eval = quality.TASKS["mnist"].cost
         evals = 12000 // config.steps_per_epoch // config.eval_every
         self.assertAlmostEqual(quality.estimate(run, config), fixed + 12000 * per_step + evals * per_eval)
         # 8,000 of 12,000 done: a third of the updates and of the evaluations left.
@@ -390,10 +395,12 @@ class ResumeTest(tu.TestCase):
 class QuickGridTest(tu.TestCase):
     def setUp(self):
         super().setUp()
-        for name, value in (("QUICK", TINY), ("QUICK_SEEDS", {"ring8": 1, "grid25": 1, "digits": 1})):
-            patcher = mock.patch.object(quality, name, value)
-            patcher.start()
-            self.addCleanup(patcher.stop)
+        tiny = {
+            name: dataclasses.replace(quality.TASKS[name], quick=quick, quick_seeds=1) for name, quick in TINY.items()
+        }
+        patcher = mock.patch.dict(quality.TASKS, tiny)
+        patcher.start()
+        self.addCleanup(patcher.stop)
 
     def test_writes_the_three_files_one_record_per_run_and_resumes(self):
         out = os.path.join(self.get_temp_dir(), "quality")

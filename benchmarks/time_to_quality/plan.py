@@ -1,0 +1,197 @@
+"""Which runs a grid makes and with which configs: the stabilizers (named changes of a shipped
+config), a `Run` per (task, loss, form, stabilizer, seed), its validated config, which runs are
+the same, and which finished runs a longer schedule trains on."""
+
+import ast
+import dataclasses
+import math
+
+from benchmarks.time_to_quality.tasks import FORMS, HINGE_FORMS, HINGE_TASK, TASKS
+from tf_fusedprop.experiment import workdir as fp_workdir
+from tf_fusedprop.experiment.config import (
+    ConfigError,
+    json_values,
+    lookahead_applies,
+    schedule,
+    validate,
+    with_added_fields,
+)
+
+#: Stabilizers: named changes of the shipped config (`{KEY: VALUE}` with dotted keys, or
+#: `{task: {KEY: VALUE}}`), each a row per form of the table, alternating included (the
+#: comparison stays honest; a change that leaves a form's config as it was makes no row).
+#: "defaults" is the shipped config itself; `--define_stabilizer` adds others for one invocation.
+STABILIZERS = {
+    "defaults": {},
+    # The configs as shipped before the stabilizers were chosen (commit 049eb56, 2026-11-30).
+    "previous_defaults": {
+        "ring8": {"steps_per_execution": 10, "steps_per_epoch": 500, "ema.decay": None, "lookahead.every": 0},
+        "grid25": {"steps_per_execution": 10, "steps_per_epoch": 1000, "ema.decay": None, "lookahead.every": 0},
+        "digits": {"steps_per_execution": 1, "ema.decay": 0.999, "beta1": 0.5},
+    },
+    # Lookahead for alternating too, where the configs give it to the simultaneous forms only.
+    "lookahead_everywhere": {"lookahead.forms": "fused,inverse,adaptive,simultaneous,alternating"},
+    "no_lookahead": {"lookahead.every": 0},
+    "no_ema": {"ema.decay": None},
+    "beta1_0": {"beta1": 0.0},
+    # Issue 30: R1 on the real samples (Mescheder et al. 2018: SimGD converges locally with it),
+    # lazy every 16 D updates, at the small weights GUIDE 4(e) pointed to (0.1 and 1 slowed
+    # both forms on ring8); and the FusedProp paper's lever for its ResNet, G's rate halved.
+    "r1_0.001": {"r1.gamma": 0.001, "r1.every": 16},
+    "r1_0.003": {"r1.gamma": 0.003, "r1.every": 16},
+    "r1_0.01": {"r1.gamma": 0.01, "r1.every": 16},
+    # Issue 46: a warm start of K alternating G updates before the form (`config.warmup`), with
+    # the config's Lookahead and without it; alternating's own run is the same with or without.
+    **{f"warmup{k}": {"warmup": k} for k in (250, 500, 1000, 1500)},
+    **{f"warmup{k}_no_lookahead": {"warmup": k, "lookahead.every": 0} for k in (250, 500, 1000)},
+    # ... and one alternating update every k (one step per call of the train function).
+    **{f"alternate_every{k}": {"alternate_every": k, "steps_per_execution": 1} for k in (2, 4)},
+    "g_lr_half": {
+        "ring8": {"g_lr": 5e-4},
+        "grid25": {"g_lr": 5e-4},
+        "digits": {"g_lr": 1e-4},
+        "mnist": {"g_lr": 1e-4},
+        "digits32": {"g_lr": 1e-4},
+    },
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    task: str
+    loss: str
+    form: str
+    seed: int
+    stabilizer: str = "defaults"
+
+    @property
+    def id(self):
+        return f"{self.task}-{self.loss}-{self.row}-s{self.seed}"
+
+    @property
+    def row(self):
+        """The table row's form label: the form, and its stabilizer unless the defaults."""
+        return self.form if self.stabilizer == "defaults" else f"{self.form}+{self.stabilizer}"
+
+
+def plan(tasks, forms, seeds, losses=("nonsaturating", "hinge"), stabilizers=("defaults",)):
+    """The runs in seed-major order: every (task, loss, form, stabilizer) of seed 0, then of seed 1..."""
+    runs = []
+    for seed in range(max(seeds[t] for t in tasks)):
+        for task in tasks:
+            variants = [("nonsaturating", f) for f in FORMS if f in forms and "nonsaturating" in losses]
+            if task == HINGE_TASK and "hinge" in losses:
+                variants += [("hinge", f) for f in HINGE_FORMS if f in forms]
+            runs += [
+                Run(task, loss, form, seed, stabilizer)
+                for loss, form in variants
+                for stabilizer in stabilizers
+                if seed < seeds[task]
+            ]
+    return runs
+
+
+def define_stabilizer(text):
+    """`(name, changes)` of `NAME:KEY=VALUE,KEY=VALUE`; raises ConfigError for another shape."""
+    name, sep, body = text.partition(":")
+    if not sep or not name or not body:
+        raise ConfigError(f"--define_stabilizer takes NAME:KEY=VALUE,KEY=VALUE; received {text!r}.")
+    return name, dict(_parse_override(item) for item in body.split(","))
+
+
+def _parse_override(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--override takes KEY=VALUE; received {text!r}.")
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        pass  # a string
+    return key, value
+
+
+def make_config(run, quick=False, overrides=(), cache_dir=None, stabilizers=None):
+    """`configs/<task>.py`'s config with the run's loss, form and seed, its stabilizer's changes
+    (from `stabilizers`, default STABILIZERS), and --quick's sizes and the overrides; validated."""
+    config = TASKS[run.task].config.get_config()
+    config.loss, config.form, config.seed, config.cache_dir = run.loss, run.form, run.seed, cache_dir
+    if quick:
+        config.update(TASKS[run.task].quick)
+    changes = (stabilizers or STABILIZERS).get(run.stabilizer)
+    if changes is None:
+        raise ConfigError(f"unknown stabilizer {run.stabilizer!r}; known: {', '.join(stabilizers or STABILIZERS)}.")
+    if changes and set(changes) <= set(TASKS):  # per task
+        changes = changes.get(run.task, {})
+    _set_fields(config, [*changes.items(), *map(_parse_override, overrides)])
+    validate(config)
+    return config
+
+
+def _set_fields(config, changes):
+    """`config.<dotted key> = value` for each `(key, value)`; ConfigError for an unknown key or type."""
+    for key, value in changes:
+        *parents, last = key.split(".")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        if last not in node:
+            raise ConfigError(f"--override: unknown config key {key!r}.")
+        try:
+            node[last] = float(value) if isinstance(node[last], float) and isinstance(value, int) else value
+        except TypeError as err:
+            raise ConfigError(f"--override {key}={value!r}: {err}") from None
+
+
+def distinct(runs):
+    """`(runs, ids left out)`: a run whose config equals an earlier run's (a stabilizer that
+    changes nothing for that form, e.g. one restricted to other forms) is the same run: left out."""
+    seen, kept, left_out = set(), [], []
+    for run, config in runs:
+        key = repr(sorted(_comparable(json_values(config)).items()))
+        if key in seen:
+            left_out.append(run.id)
+        else:
+            seen.add(key)
+            kept.append((run, config))
+    return kept, left_out
+
+
+def _comparable(config_values):
+    """A config as JSON values, less what does not change training: where the cache is, and
+    the forms Lookahead applies to (kept as whether it applies to this run's form), and a warm
+    start of alternating before alternating."""
+    values = {key: value for key, value in with_added_fields(config_values).items() if key != "cache_dir"}
+    if values.get("form") == "alternating":  # alternating mixed with alternating is alternating
+        values["warmup"] = values["alternate_every"] = 0
+    lookahead = values.get("lookahead")
+    if isinstance(lookahead, dict) and "forms" in lookahead:
+        applies = lookahead_applies(values.get("form"), lookahead)
+        values["lookahead"] = {**lookahead, "forms": None, "every": lookahead["every"] if applies else 0}
+    return values
+
+
+def lengthened(task, old_values, new_values):
+    """Whether a finished run of `old_values` is trained on to `new_values`: the same config but
+    for a longer schedule, on a task whose runs resume from their checkpoints (mnist, digits32:
+    `train.py` trains a finished run on to a longer `steps`)."""
+    old_steps, new_steps = old_values["steps"], new_values["steps"]
+    if TASKS[task].relative is None or new_steps <= old_steps:
+        return False
+    if fp_workdir.schedule_change_refused(old_steps, new_steps, new_values["steps_per_epoch"], finished=True):
+        return False
+    return _comparable({**old_values, "steps": new_steps}) == _comparable(new_values)
+
+
+def newer_record(old, new):
+    """The record to keep of a run trained again: `new`, unless it failed where `old` had
+    finished (a lengthening that failed: the finished run stays)."""
+    return old if new["status"] == "error" and old is not None and old["status"] == "done" else new
+
+
+def estimate(run, config, trained_steps=0):
+    """Seconds `run` will take here at `config`, of which `trained_steps` G updates are done
+    (a lengthened run trains only the rest)."""
+    fixed, per_step, per_eval = TASKS[run.task].cost
+    epochs, steps_per_epoch = schedule(config)
+    epochs_left = epochs - trained_steps // steps_per_epoch
+    return fixed + per_step * (config.steps - trained_steps) + per_eval * math.ceil(epochs_left / config.eval_every)

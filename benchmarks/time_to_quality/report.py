@@ -1,0 +1,444 @@
+"""What a grid's records say: thresholds and the time to them, the rows of the table (measured
+and modelled time), results.md, and the results files (with the rows of reference grids)."""
+
+import collections
+import math
+import os
+import statistics
+
+from benchmarks.time_to_quality.runs import _finite_number
+from benchmarks.time_to_quality.tasks import FORMS, HINGE_TASK, TASKS
+from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment.config import (
+    ConfigError,
+    with_added_fields,
+)
+
+
+def _row(record):
+    return record.get("row", record["form"])
+
+
+def _groups(records):
+    """`{(task, loss): {row: [records]}}` in the table's order: forms in FORMS' order, each with
+    its stabilizers in the order they first appear (a row is a form and its stabilizer)."""
+    order = [(t, "nonsaturating") for t in TASKS] + [(HINGE_TASK, "hinge")]
+    groups = {}
+    for task, loss in order + sorted({(r["task"], r["loss"]) for r in records} - set(order)):
+        matching = [r for r in records if (r["task"], r["loss"]) == (task, loss)]
+        first = {}
+        for index, r in enumerate(matching):
+            first.setdefault(_row(r), (FORMS.index(r["form"]), index))
+        rows = {row: [r for r in matching if _row(r) == row] for row in sorted(first, key=first.get)}
+        if rows:
+            groups[task, loss] = rows
+    return groups
+
+
+def thresholds(records):
+    """`{(task, loss): (reached(metrics) -> bool, description)}` of each group of `records`: the
+    task's fixed threshold, or for a `relative` task the plotted metric at most `relative` x the
+    mean final value of its alternating runs at the shipped defaults (None before any of them
+    finished)."""
+    result = {}
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        if info.relative is None:
+            result[task, loss] = (info.reached, info.threshold)
+            continue
+        metric, value = info.plot[0], _threshold_value(info, forms)
+        if value is None:
+            result[task, loss] = (None, f"{info.threshold} (none finished yet)")
+            continue
+        result[task, loss] = (
+            lambda m, metric=metric, value=value: _finite_number(m.get(metric)) and m[metric] <= value,
+            f"{metric.upper()} <= {value:.4g} ({info.relative}x alternating's mean final {metric.upper()})",
+        )
+    return result
+
+
+def _threshold_value(info, forms):
+    """A relative task's threshold: `relative` x the mean final plotted metric of the
+    alternating runs among `forms` (`{row: records}`), or None before one finished."""
+    metric = info.plot[0]
+    finals = [r["final"].get(metric) for r in forms.get("alternating", []) if r["final"]]
+    finals = [value for value in finals if _finite_number(value)]
+    return info.relative * statistics.mean(finals) if finals else None
+
+
+def time_to_threshold(rec, reached=None):
+    """`(train_seconds, step)` of the run's first evaluation that meets `reached` (default: its
+    task's fixed threshold), or None (also when the task's threshold is not known yet)."""
+    reached = reached or TASKS[rec["task"]].reached
+    if reached is None:
+        return None
+    for entry in rec["history"]:
+        if entry["finite"] and all(_finite_number(v) for v in entry["metrics"].values()) and reached(entry["metrics"]):
+            return entry["train_seconds"], entry["step"]
+    return None
+
+
+def best_evaluation(rec, metric):
+    """`(value, step)` of the run's lowest finite `metric` over its evaluations (what keeping
+    its best checkpoint gives), or None when no evaluation had one."""
+    scored = [
+        (entry["metrics"][metric], entry["step"])
+        for entry in rec["history"]
+        if entry["finite"] and _finite_number(entry["metrics"].get(metric))
+    ]
+    return min(scored) if scored else None
+
+
+def last_fifth_change(runs, metric):
+    """`(step, mean there, mean final, relative change)` of the runs' mean `metric` from their
+    last evaluation at or before four fifths of the schedule to the end (issue 30's plateau:
+    alternating's FID moves < 5% over the last fifth), or None without a finite mean at both."""
+    steps = statistics.median([r["config"]["steps"] for r in runs])
+    evaluated = sorted({e["step"] for r in runs for e in r["history"]})
+    earlier = [step for step in evaluated if step <= 0.8 * steps]
+    if not earlier:
+        return None
+    start, end = _mean_at(runs, metric, earlier[-1]), _mean_at(runs, metric, evaluated[-1])
+    if start is None or end is None:
+        return None
+    return earlier[-1], start, end, (end - start) / start
+
+
+def _mean_at(runs, metric, step):
+    """The mean `metric` of `runs` at G update `step`, or None unless every run has a finite one."""
+    values = [
+        entry["metrics"].get(metric)
+        for r in runs
+        for entry in r["history"]
+        if entry["step"] == step and entry["finite"]
+    ]
+    values = [v for v in values if _finite_number(v)]
+    return statistics.mean(values) if len(values) == len(runs) else None
+
+
+def mean_curve_reaches(runs, metric, reached):
+    """The first G update at which the runs' mean `metric` meets `reached` (a threshold on a
+    metrics dict), or None. Beside the median over runs of each run's first update there: near
+    a plateau, where the curves are flat and the threshold lies within the seeds' spread, which
+    seeds cross first is seed noise, and the mean curve is the steadier reading."""
+    for step in sorted({e["step"] for r in runs for e in r["history"]}):
+        mean = _mean_at(runs, metric, step)
+        if mean is not None and reached({metric: mean}):
+            return step
+    return None
+
+
+def _best_rows(records, seconds_per_update):
+    """results.md lines: per row of a `relative` task, the best plotted metric over the schedule
+    (mean +- std over runs), the median G update where it came, (with the form's seconds per
+    update) that update's modelled time, how far the mean moved over the last fifth, and where
+    the mean curve meets the threshold (`mean_curve_reaches`)."""
+    lines, limits = [], thresholds(records)
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        if info.relative is None:
+            continue
+        metric, (_, label, scale, fmt) = info.plot[0], info.columns[0]
+        reached, reference = limits[task, loss][0], None
+        for form, runs in forms.items():
+            crossing = reached and mean_curve_reaches(runs, metric, reached)
+            crossing_model = _modelled(task, runs[0]["form"], crossing, runs, seconds_per_update)
+            crossing_seconds = crossing_model and crossing_model["threshold_seconds"]
+            if form == "alternating":
+                reference = crossing_seconds
+            mean_curve = _number(crossing, "{:.0f}")
+            if crossing_seconds:
+                mean_curve += f", {crossing_seconds:.0f} s"
+                if reference and form != "alternating":
+                    mean_curve += f", {crossing_seconds / reference:.2f}x"
+            best = [b for b in (best_evaluation(r, metric) for r in runs) if b]
+            if not best:
+                continue
+            step = statistics.median([b[1] for b in best])
+            modelled = _modelled(task, runs[0]["form"], step, runs, seconds_per_update)
+            change = last_fifth_change(runs, metric)
+            moved = (
+                "—"
+                if change is None
+                else f"{fmt.format(scale * change[1])} at {change[0]} to {fmt.format(scale * change[2])}: "
+                f"{100 * change[3]:+.0f}%"
+            )
+            lines.append(
+                f"| {task} | {loss} | {form} | {_mean_std([b[0] for b in best], scale, fmt)} "
+                f"| {', '.join(str(b[1]) for b in best)} | {step:.0f} "
+                f"| {_number(modelled and modelled['threshold_seconds'], '{:.0f}')} | {moved} | {mean_curve} |"
+            )
+    if not lines:
+        return []
+    return [
+        "",
+        "Best over the schedule (what keeping each run's best checkpoint gives; the G update of the best "
+        "evaluation per run, their median, and that median x the form's seconds per update), the mean "
+        f"{label} over the last fifth of the schedule (from the last evaluation at or before four fifths; a "
+        "plateau moves < 5%), and where the mean curve over the runs first meets the threshold (G update; "
+        "with seconds per update, x them and against alternating's: near a plateau a steadier reading than "
+        "the median run's first crossing):",
+        "",
+        f"| task | loss | form (+ stabilizer) | best {label} | at G update, per run | median | x s per update "
+        f"| mean {label} over the last fifth | mean curve to threshold |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *lines,
+    ]
+
+
+def _median_or_none(values):
+    """The median, a run that never reached counting as infinitely slow; None when fewer than
+    half reached."""
+    median = statistics.median([math.inf if v is None else v for v in values])
+    return None if math.isinf(median) else median
+
+
+def _mean_std(values, scale, fmt):
+    values = [scale * v for v in values if _finite_number(v)]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return f"{fmt.format(statistics.mean(values))} ± {fmt.format(statistics.stdev(values))}"
+
+
+def summarize(records, seconds_per_update=None):
+    """Rows of the table: one per (task, loss, form). With `seconds_per_update` (`{form or
+    task/form: seconds}`, `parse_seconds_per_update`), each row also has `modelled`: its
+    seconds per update and the time it would take at that speed (updates x seconds) to the
+    threshold and for the schedule, each against alternating's."""
+    rows, limits = [], thresholds(records)
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        reached, _ = limits[task, loss]
+        reference, reference_model = None, None
+        for form, runs in forms.items():
+            reach = [time_to_threshold(r, reached) for r in runs]
+            seconds = _median_or_none([None if x is None else x[0] for x in reach])
+            steps = _median_or_none([None if x is None else x[1] for x in reach])
+            if form == "alternating":  # the reference: alternating at the shipped defaults
+                reference = seconds
+            finals = [r["final"] for r in runs if r["final"]]
+            train = [r["train_seconds"] for r in runs if r["status"] == "done" and r["train_seconds"]]
+            modelled = _modelled(task, runs[0]["form"], steps, runs, seconds_per_update)
+            if form == "alternating":
+                reference_model = modelled
+            if modelled and reference_model and form != "alternating":
+                for key in ("threshold", "schedule"):
+                    ours, theirs = modelled[f"{key}_seconds"], reference_model[f"{key}_seconds"]
+                    modelled[f"{key}_vs_alternating"] = ours / theirs if ours and theirs else None
+            rows.append(
+                {
+                    "task": task,
+                    "loss": loss,
+                    "form": form,
+                    "modelled": modelled,
+                    "runs": len(runs),
+                    "diverged": sum(r["diverged"] for r in runs),
+                    "errors": sum(r["status"] in ("error", "stopped") for r in runs),
+                    "final": [_mean_std([f.get(k) for f in finals], scale, fmt) for k, _, scale, fmt in info.columns],
+                    "reached": sum(x is not None for x in reach),
+                    "seconds": seconds,
+                    "steps": steps,
+                    "speedup": reference / seconds if reference and seconds and form != "alternating" else None,
+                    "train_seconds": statistics.median(train) if train else None,
+                }
+            )
+    return rows
+
+
+def parse_seconds_per_update(items):
+    """`{form or task/form: seconds}` of `--seconds_per_update` items `FORM=S` or `TASK/FORM=S`.
+
+    Raises:
+      ConfigError: another shape, or seconds that are not a positive number.
+    """
+    parsed = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+        if not sep or not key or seconds is None or not seconds > 0:
+            raise ConfigError(f"--seconds_per_update takes FORM=S or TASK/FORM=S with S > 0; received {item!r}.")
+        parsed[key] = seconds
+    return parsed
+
+
+def _per_update(task, form, seconds_per_update):
+    """The form's seconds per update on `task` (`TASK/FORM` before `FORM`), or None."""
+    table = seconds_per_update or {}
+    return table.get(f"{task}/{form}", table.get(form))
+
+
+def seconds_model(task, runs, seconds_per_update):
+    """`G updates -> modelled seconds` of a row's runs: the updates x the form's seconds per
+    update, those of a warm start (`config.warmup`) and of the alternating updates mixed in
+    (`config.alternate_every`) at alternating's; None without them."""
+    form, config = runs[0]["form"], with_added_fields(runs[0]["config"])
+    warmup, every = (0, 0) if form == "alternating" else (config["warmup"], config["alternate_every"])
+    per_form = _per_update(task, form, seconds_per_update)
+    per_alternating = _per_update(task, "alternating", seconds_per_update) if warmup or every else 0.0
+    if per_form is None or per_alternating is None:
+        return None
+
+    def seconds_at(steps):  # forms.Periodic's alternating updates: those u with (u + 1) % every == 0
+        mixed = max(steps // every - warmup // every, 0) if every else 0
+        alternating = min(steps, warmup) + mixed
+        return alternating * per_alternating + (steps - alternating) * per_form
+
+    return seconds_at
+
+
+def _modelled(task, form, steps_to_threshold, runs, seconds_per_update):
+    """A row's modelled times (see `summarize`), or None without its forms' seconds per update."""
+    seconds_at = seconds_model(task, runs, seconds_per_update)
+    if seconds_at is None:
+        return None
+    schedule = statistics.median([r["config"]["steps"] for r in runs])
+    return {
+        "seconds_per_update": _per_update(task, form, seconds_per_update),
+        "threshold_seconds": None if steps_to_threshold is None else seconds_at(steps_to_threshold),
+        "schedule_steps": schedule,
+        "schedule_seconds": seconds_at(schedule),
+    }
+
+
+def _number(value, fmt):
+    return "—" if value is None else fmt.format(value)
+
+
+def machine_of(environment_):
+    """One line naming the CPU a run trained on (kept in its record: seeds of one grid may be
+    trained across sessions, on different machines)."""
+    return f"{environment_['cpu']} ({' '.join(environment_['cpu_flags'])}, {environment_['cpus']} CPUs)"
+
+
+def _machines(records):
+    """The results.md line counting runs per machine, or None when they all ran on one."""
+    counts = collections.Counter(r.get("machine") or "not recorded" for r in records)
+    if len(counts) < 2:
+        return None
+    return (
+        "Runs per machine (their wall-clock seconds do not compare): "
+        + "; ".join(f"{name}: {n}" for name, n in counts.items())
+        + "."
+    )
+
+
+def _references(records):
+    """A line naming the rows that come from other grids (`reference_records`), or ""."""
+    taken = collections.defaultdict(set)
+    for r in records:
+        if r.get("reference"):
+            taken[r["reference"]].add(_row(r))
+    return "".join(
+        f"Rows {', '.join(sorted(rows))}: the runs of {directory} (these seeds, cut at this schedule), not "
+        "trained in this grid. "
+        for directory, rows in taken.items()
+    ).strip()
+
+
+def markdown(records, environment_, grid, seconds_per_update=None):
+    """results.md: the table, the thresholds, how it was measured (and, with
+    `seconds_per_update`, the modelled times: `summarize`)."""
+    rows, limits = summarize(records, seconds_per_update), thresholds(records)
+    lines = [
+        "# Time to quality",
+        "",
+        f"{len(records)} runs; {grid}. {environment_['cpu']} ({environment_['cpus']} CPUs, "
+        f"{' '.join(environment_['cpu_flags'])}), TF {environment_['tensorflow']}, Keras {environment_['keras']}, "
+        f"oneDNN {environment_['onednn']}.",
+        *(["", machines] if (machines := _machines(records)) else []),
+        *(["", references] if (references := _references(records)) else []),
+        "",
+        "| task | loss | form (+ stabilizer) | runs | diverged | final metric | second metric | reached threshold "
+        "| median s to threshold | vs alternating | median G updates to threshold | training s per run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        info = TASKS[row["task"]]
+        labels = [f"{label} {value}" for (_, label, _, _), value in zip(info.columns, row["final"])]
+        lines.append(
+            f"| {row['task']} | {row['loss']} | {row['form']} | {row['runs']} | {row['diverged']} | {labels[0]} "
+            f"| {labels[1]} | {row['reached']}/{row['runs']} ({limits[row['task'], row['loss']][1]}) "
+            f"| {_number(row['seconds'], '{:.1f}')} | {_number(row['speedup'], '{:.2f}x')} "
+            f"| {_number(row['steps'], '{:.0f}')} | {_number(row['train_seconds'], '{:.1f}')} |"
+        )
+    failed = [r for r in records if r["status"] in ("diverged", "error", "stopped")]
+    lines += [
+        "",
+        "Final metrics: mean ± std over the runs that did not diverge, at the last G update. "
+        "Time to threshold: training seconds (epoch time: evaluation, sample grids and checkpoints "
+        "excluded; the first epoch includes tracing) at the first evaluation meeting it; the median "
+        "counts a run that never reached it as infinitely slow (— when fewer than half reached). "
+        "vs alternating: the alternating median over this form's (> 1: this form is faster).",
+    ]
+    modelled = [row for row in rows if row["modelled"]]
+    if modelled:
+        lines += [
+            "",
+            "Time modelled as G updates x seconds per update (the seconds per update measured side by side "
+            "on a quiet machine by `benchmarks/speed.py --config`; the G updates above do not depend on the "
+            "machine's load, the wall-clock does; a warm start's updates, `warmup`, at alternating's seconds; "
+            "time / alternating's < 1: this form is faster):",
+            "",
+            "| task | loss | form (+ stabilizer) | s per update | median G updates to threshold | x s per update "
+            "| time / alternating's | schedule (G updates) | x s per update | time / alternating's |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for row in modelled:
+            m = row["modelled"]
+            lines.append(
+                f"| {row['task']} | {row['loss']} | {row['form']} | {m['seconds_per_update']:.4g} "
+                f"| {_number(row['steps'], '{:.0f}')} | {_number(m['threshold_seconds'], '{:.0f}')} "
+                f"| {_number(m.get('threshold_vs_alternating'), '{:.2f}x')} | {m['schedule_steps']:.0f} "
+                f"| {m['schedule_seconds']:.0f} | {_number(m.get('schedule_vs_alternating'), '{:.2f}x')} |"
+            )
+    lines += _best_rows(records, seconds_per_update)
+    if failed:
+        lines += ["", "Runs that diverged or failed:", ""]
+        lines += [
+            f"- {r['id']}: {r['status']}"
+            + (f" at G update {r['diverged_at_step']}" if r["diverged"] else "")
+            + (f" ({r['error']})" if r["error"] else "")
+            for r in failed
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def reference_records(directory, own):
+    """The finished runs of another grid (`directory`'s results.json) on the tasks, losses and
+    seeds of the records `own`, each cut at the G updates of `own`'s schedule on its task where
+    its own is longer: rows to compare with that are not trained again (e.g. the pure forms of a
+    tracked 12,000-update grid beside a 4,000-update screen of schedules). Marked `reference`.
+
+    Raises:
+      ConfigError: `directory` holds no results.json.
+    """
+    path = os.path.join(directory, "results.json")
+    if not os.path.exists(path):
+        raise ConfigError(f"--reference={directory} holds no results.json.")
+    wanted = {(r["task"], r["loss"], r["seed"]) for r in own}
+    steps = {}
+    for r in own:
+        steps[r["task"]] = max(steps.get(r["task"], 0), r["config"]["steps"])
+    kept = []
+    for r in files.read_json(path)["runs"]:
+        if (r["task"], r["loss"], r["seed"]) not in wanted or r["status"] != "done":
+            continue
+        history = [e for e in r["history"] if e["step"] <= steps[r["task"]]]
+        if not history or history[-1]["step"] < steps[r["task"]]:
+            continue  # shorter than the schedule compared with
+        kept.append(
+            {
+                **r,
+                "config": {**r["config"], "steps": steps[r["task"]]},
+                "history": history,
+                "final": history[-1]["metrics"],
+                "train_seconds": history[-1]["train_seconds"],
+                "reference": directory,
+            }
+        )
+    return kept

@@ -1,0 +1,201 @@
+"""One run of the grid: train it (`train_lib.train` on its config and workdir), then its record
+(the metrics after every evaluation with their G update and training seconds); and the machine
+it ran on."""
+
+import contextlib
+import gc
+import glob
+import math
+import os
+import platform
+import shutil
+import time
+import traceback
+
+import keras
+import tensorflow as tf
+
+from benchmarks.time_to_quality.tasks import TASKS
+from tf_fusedprop.experiment import divergence, files, train_lib
+from tf_fusedprop.experiment import workdir as fp_workdir
+from tf_fusedprop.experiment.config import (
+    ConfigError,
+    json_values,
+)
+
+_TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "steps_per_second"}
+
+
+def _finite_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _history_from_events(workdir):
+    """The history of a run that left no summary.json, from its TensorBoard scalars: metrics
+    per epoch, training seconds from steps/s, finite while d_loss and g_loss were written
+    (`callbacks.Scalars` skips non-finite values)."""
+    scalars = {}
+    for path in sorted(glob.glob(os.path.join(workdir, "logs", "events.out.tfevents.*"))):
+        for raw in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(raw.numpy())
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+    history, seconds, previous, finite = [], 0.0, 0, True
+    for step in sorted(scalars.get("steps_per_second", {})):
+        seconds += (step - previous) / scalars["steps_per_second"][step]
+        previous = step
+        finite = finite and all(step in scalars.get(key, {}) for key in ("d_loss", "g_loss"))
+        metrics = {
+            tag: values[step] for tag, values in scalars.items() if tag not in _TRAINING_SCALARS and step in values
+        }
+        if metrics:
+            history.append(
+                {"epoch": None, "step": step, "train_seconds": seconds, "metrics": metrics, "finite": finite}
+            )
+    return history
+
+
+def record(run, config, summary, history, wall_seconds, error=None, workdir=None):
+    """The run's entry of results.json: its history with the metrics from the first non-finite
+    update on nulled, `diverged` and its step, the final metrics (None if it diverged)."""
+    divergence = (summary or {}).get("divergence")  # the exact step, where the harness records it
+    diverged_at = divergence.get("step") if isinstance(divergence, dict) else None
+    for entry in history:  # else the first evaluation after it
+        metrics = (entry.get("metrics") or {}).values()
+        if diverged_at is None and not (entry.get("finite", True) and all(_finite_number(v) for v in metrics)):
+            diverged_at = entry["step"]
+    entries = []
+    for entry in history:
+        finite = diverged_at is None or entry["step"] < diverged_at
+        metrics = dict(entry.get("metrics") or {})
+        entries.append(
+            {
+                "epoch": entry.get("epoch"),
+                "step": entry["step"],
+                "train_seconds": entry.get("train_seconds"),
+                "metrics": metrics if finite else dict.fromkeys(metrics),
+                "finite": finite,
+            }
+        )
+    summary = summary or {}
+    last = entries[-1] if entries else {}
+    steps = summary.get("steps", last.get("step", 0))
+    complete = bool(entries) and steps >= config.steps and entries[-1]["step"] >= config.steps
+    status = "diverged" if diverged_at is not None else ("error" if error else ("done" if complete else "stopped"))
+    return {
+        "id": run.id,
+        "task": run.task,
+        "loss": run.loss,
+        "form": run.form,
+        "stabilizer": run.stabilizer,
+        "row": run.row,
+        "seed": run.seed,
+        "status": status,
+        "diverged": diverged_at is not None,
+        "diverged_at_step": diverged_at,
+        "steps": steps,
+        "train_seconds": summary.get("train_seconds", last.get("train_seconds")),
+        "wall_seconds": wall_seconds,
+        "final": entries[-1]["metrics"] if status == "done" else None,
+        "history": entries,
+        "error": error,
+        "load_average": os.getloadavg()[0],
+        "workdir": workdir,
+        "config": json_values(config),
+    }
+
+
+def warm_up(runs, directory):
+    """Trains one short run per task in `directory`, untimed, so that the process's one-time
+    costs (first tracing, the digits classifier) do not land in the first timed run."""
+    shutil.rmtree(directory, ignore_errors=True)
+    for task in dict.fromkeys(r.task for r, _ in runs):
+        run, config = next((r, c) for r, c in runs if r.task == task)
+        config = config.copy_and_resolve_references()
+        config.update(
+            steps=2 * config.steps_per_execution,
+            steps_per_epoch=config.steps_per_execution,
+            eval_samples=min(config.eval_samples, 100),
+        )
+        train_run(run, config, os.path.join(directory, task))
+
+
+def train_run(run, config, workdir):
+    """Trains one run in `workdir` (its output to `train.log`); returns its record. Exceptions
+    of the run are recorded, not raised (a harness that stops a diverged run by raising).
+
+    An unfinished run in `workdir` is restarted from scratch, so that its training seconds
+    compare, except on a task whose time is modelled (`Task.relative`: hours a run, read as G
+    updates x seconds per update), which resumes from its last checkpoint; its history then
+    comes from its TensorBoard events, all processes together."""
+    resumable = TASKS[run.task].relative is not None
+    try:
+        if not resumable and fp_workdir.completed_run(workdir, config) is None and os.path.exists(workdir):
+            shutil.rmtree(workdir)
+    except ConfigError:
+        shutil.rmtree(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    keras.backend.clear_session()
+    gc.collect()
+    summary, error, start = None, None, time.perf_counter()
+    with (
+        open(os.path.join(workdir, "train.log"), "a") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        try:
+            summary = train_lib.train(config, workdir=workdir, verbose=2)
+        except divergence.TrainingDivergedError as err:  # the harness stops a diverged run: counted
+            summary = {"divergence": {"step": err.step, "players": err.players}, "steps": err.step}
+        except Exception as err:  # noqa: BLE001 -- counted in the results; KeyboardInterrupt stops
+            traceback.print_exc()
+            error = f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]
+            summary_path = os.path.join(workdir, "summary.json")
+            summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
+    wall = time.perf_counter() - start
+    resumed = bool(summary and summary.get("resumed_from_epoch"))
+    if summary and summary.get("history") is not None and not resumed:
+        history = summary["history"]
+    else:
+        history = _history_from_events(workdir)
+        if resumed and history:  # the summary's seconds are the last process's only
+            summary = {**summary, "train_seconds": history[-1]["train_seconds"]}
+    return record(run, config, summary, history, wall, error, workdir)
+
+
+def _json_safe(value):
+    """NaN and infinities as null (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def environment():
+    """What the timings depend on: versions, CPU model and flags, threads, oneDNN, load."""
+    model, cpu_flags = platform.processor(), []
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                present = set(value.split())
+                cpu_flags = [
+                    f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present
+                ]
+                break
+    return {
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "python": platform.python_version(),
+        "cpu": model,
+        "cpu_flags": cpu_flags,
+        "cpus": os.cpu_count(),
+        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        "load_average": round(os.getloadavg()[0], 2),
+    }

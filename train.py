@@ -227,6 +227,44 @@ def _missing_config_file(argv):
     return None
 
 
+def read_command_line(argv):
+    """`(flag values, config, None)` that `argv` says (`--config=FILE[:variant]`, its
+    `--config.<key>=<value>` overrides, `None` typed as None), or `(None, None, one line)` saying
+    what is wrong with it."""
+    parsed_argv, none_keys = _split_nones(argv)
+    try:
+        flag_values, config_flag = _define_flags(parsed_argv)
+        flag_values(parsed_argv)
+        config = config_flag.value
+        config.keys()
+    except (flags.Error, AttributeError, KeyError, OSError, ValueError, TypeError) as err:
+        return None, None, _describe_flag_error(err, parsed_argv)
+    for key in none_keys:
+        found, value = _lookup(config, key)
+        if not found:
+            valid = ", ".join(value)
+            return None, None, f"unknown config key {key!r} (received --config.{key}=None); valid keys here: {valid}."
+        *parents, last = key.split(".")
+        node = config
+        for parent in parents:
+            node = node[parent]
+        node[last] = None  # a field that may not be None is refused by the config's validation, in one line
+    return flag_values, config, None
+
+
+def _split_nones(argv):
+    """`(argv without the --config.<key>=None overrides, their keys)`: absl's parser reads None
+    as text (a path named "None") or refuses it for a number, so `run` sets these keys to None
+    once the config is read."""
+    kept, keys = [], []
+    for arg in argv:
+        if arg.startswith("--config.") and arg.endswith("=None"):
+            keys.append(arg[len("--config.") : -len("=None")])
+        else:
+            kept.append(arg)
+    return kept, keys
+
+
 def _overridden_keys(argv):
     """The config keys set on the command line (`--config.<key>=<value>`, dotted)."""
     return {arg[len("--config.") :].split("=", 1)[0] for arg in argv[1:] if arg.startswith("--config.")}
@@ -316,13 +354,9 @@ def run(argv):
     # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
     # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    try:
-        flag_values, config_flag = _define_flags(argv)
-        flag_values(argv)
-        config = config_flag.value
-        config.keys()
-    except (flags.Error, AttributeError, KeyError, OSError, ValueError, TypeError) as err:
-        return _error(_describe_flag_error(err, argv))
+    flag_values, config, problem = read_command_line(argv)
+    if problem is not None:
+        return _error(problem)
 
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
     # Importing tf_fusedprop loads TensorFlow with its native start-up lines hidden (_startup).

@@ -237,6 +237,40 @@ class QuietStartTest(tu.TestCase):
         )
 
 
+def _leaves(value, prefix=""):
+    """`{dotted key: value}` of a config's fields."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _leaves(item, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: value}
+
+
+class EveryValueTypeableTest(tu.TestCase):
+    """Every value a shipped config holds can be typed back on the command line, None included
+    (absl reads None as text, or refuses it for a number)."""
+
+    def test_each_configs_fields_read_back_as_typed(self):
+        for name in train._config_files():
+            base = ["train.py", f"--config=configs/{name}"]
+            _, config, problem = train.read_command_line(base)
+            self.assertIsNone(problem, name)
+            leaves = _leaves(config.to_dict())
+            typed = [f"--config.{key}={'None' if value is None else value}" for key, value in leaves.items()]
+            _, again, problem = train.read_command_line(base + typed)
+            self.assertIsNone(problem, f"{name}: {problem}")
+            self.assertEqual(_leaves(again.to_dict()), leaves, name)
+
+    def test_an_optional_number_can_be_set_to_none_and_an_unknown_key_is_one_line(self):
+        base = ["train.py", "--config=configs/mnist.py"]
+        _, config, _ = train.read_command_line([*base, "--config.ema.decay=None", "--config.cache_dir=None"])
+        self.assertEqual((config.ema.decay, config.cache_dir), (None, None))
+        _, _, problem = train.read_command_line([*base, "--config.ema.decy=None"])
+        self.assertRegex(
+            problem,
+            r"^unknown config key 'ema.decy' \(received --config.ema.decy=None\); valid keys here: decay, start\.$",
+        )
+        self.assertEqual(run_cli(*base[1:], "--config.steps=None")[0], 2)  # refused by validation, in one line
+
+
 class CommandLineTest(tu.TestCase):
     def test_onednn_is_on_before_a_config_file_loads_tensorflow(self):
         # configs/base.py imports tf_fusedprop's form names, so TensorFlow loads while the flags

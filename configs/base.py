@@ -38,7 +38,7 @@ def get_base_config():
     | jit_compile | compile the train step with XLA |
     | steps_per_execution | train steps per call of the compiled train function |
     | num_classes | None, or the dataset's classes for a class-conditional GAN |
-    | ema.decay, ema.start | `tf_fusedprop.EMA(decay, start)`: decay None (off) or e.g. 0.999; G updates before it starts |
+    | ema.decay, ema.start, ema.rampup | `tf_fusedprop.EMA(decay, start, rampup)`: decay None (off) or e.g. 0.999; G updates before it starts; None, or the fraction of the updates so far that bounds its half-life (e.g. 0.05) |
     | augment | `tf_fusedprop.DiffAugment` policies, e.g. "translation,cutout,color"; "" for none |
     | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
     | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
@@ -76,7 +76,9 @@ def get_base_config():
     config.jit_compile = False
     config.steps_per_execution = 1
     config.num_classes = config_dict.placeholder(int)
-    config.ema = config_dict.ConfigDict({"decay": config_dict.placeholder(float), "start": 0})
+    config.ema = config_dict.ConfigDict(
+        {"decay": config_dict.placeholder(float), "start": 0, "rampup": config_dict.placeholder(float)}
+    )
     config.augment = ""
     config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})

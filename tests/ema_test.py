@@ -43,7 +43,22 @@ class EMATest(tu.TestCase):
         ema.attach(model, x)
         self.assertAllClose(ema.model(x), model(x))
 
+    def test_rampup_bounds_the_half_life_by_a_fraction_of_the_updates_since_start(self):
+        ema = EMA(decay=0.999, start=100, rampup=0.05)
+        self.assertAllClose(ema.half_life(), 692.80, atol=0.01)
+        steps = tf.constant([50, 100, 101, 1100, 13_956, 20_000], tf.int64)
+        # half-life min(692.8, 0.05 x (step - 100)): 0, 0, 0.05, 50, 692.8, 692.8 updates
+        expected = [0.0, 0.0, 0.5**20, 0.5 ** (1 / 50), 0.999, 0.999]
+        self.assertAllClose(ema.decay_at(steps), expected, rtol=1e-5, atol=1e-7)
+        self.assertAllClose(EMA(decay=0.999, start=100).decay_at(steps), [0, 0, 0.999, 0.999, 0.999, 0.999])
+        self.assertAllClose(EMA(decay=0.0, rampup=0.05).decay_at(steps), [0.0] * 6)
+        again = EMA.from_config(ema.get_config())
+        self.assertEqual((repr(again), again.rampup), ("EMA(decay=0.999, start=100, rampup=0.05)", 0.05))
+        self.assertEqual(EMA(0.99).get_config(), {"decay": 0.99, "start": 0})  # as before the option
+
     def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, r"rampup must be None or in \(0, 1\]. Received: rampup=0"):
+            EMA(rampup=0)
         with self.assertRaisesRegex(ValueError, r"decay must be in \[0, 1\)"):
             EMA(decay=1.0)
         with self.assertRaisesRegex(ValueError, "start must be an integer >= 0. Received: start=-1"):

@@ -16,7 +16,7 @@ from tests import testing_utils as tu
 
 PLUGINS = {
     "plain": {},
-    "ema_lookahead": {"ema": lambda: fp.EMA(0.9), "lookahead": lambda: fp.Lookahead(every=3, alpha=0.5)},
+    "ema_lookahead": {"ema": lambda: fp.EMA(0.9, rampup=0.5), "lookahead": lambda: fp.Lookahead(every=3, alpha=0.5)},
     "r1_augment": {"regularizers": lambda: [fp.R1(0.1, every=2)], "augment": lambda: fp.DiffAugment("translation")},
     "conditional": {"num_classes": lambda: 3},
 }
@@ -82,10 +82,11 @@ class WarmupTest(tu.TestCase):
 
     def test_a_run_saved_before_or_after_the_switch_resumes_as_an_uninterrupted_one(self):
         x, y = data()
-        straight = build(fp.forms.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2)), iter_size=2)
+        schedule = fp.forms.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2))
+        straight = build(schedule, "ema_lookahead", iter_size=2)  # the EMA's ramp-up resumes too
         fit(straight, x, y, epochs=4)
         for saved_after in (1, 3):  # epochs: before the switch at update 4, and after it
-            first = build(fp.forms.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2)), iter_size=2)
+            first = build(fp.forms.get(schedule.get_config()), "ema_lookahead", iter_size=2)
             fit(first, x, y, epochs=saved_after)
             path = os.path.join(self.get_temp_dir(), f"gan{saved_after}.keras")
             first.save(path)

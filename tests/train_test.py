@@ -266,7 +266,7 @@ class EveryValueTypeableTest(tu.TestCase):
         _, _, problem = train.read_command_line([*base, "--config.ema.decy=None"])
         self.assertRegex(
             problem,
-            r"^unknown config key 'ema.decy' \(received --config.ema.decy=None\); valid keys here: decay, start\.$",
+            r"^unknown config key 'ema.decy' \(received --config.ema.decy=None\); valid keys here: decay, rampup, start\.$",
         )
         self.assertEqual(run_cli(*base[1:], "--config.steps=None")[0], 2)  # refused by validation, in one line
 

@@ -185,7 +185,7 @@ GAN_FIELDS = (
 
 #: Fields added after runs were recorded, with the value that means what those runs did: a
 #: `config.json` without one reads as having that value (a resume, the benchmarks' records).
-ADDED_FIELDS = {"warmup": 0, "alternate_every": 0}
+ADDED_FIELDS = {"warmup": 0, "alternate_every": 0, "ema": {"rampup": None}}
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -260,10 +260,17 @@ def _scheduled(form, config):
     return form
 
 
-def with_added_fields(values):
-    """A recorded config's JSON values with the fields added since (`ADDED_FIELDS`) at the
-    value that means what it did."""
-    return {**ADDED_FIELDS, **values}
+def with_added_fields(values, added=None):
+    """A recorded config's JSON values with the fields added since (`ADDED_FIELDS`, nested ones
+    inside their sub-dicts) at the value that means what it did."""
+    merged = dict(values)
+    for key, default in (ADDED_FIELDS if added is None else added).items():
+        if isinstance(default, dict):
+            if isinstance(merged.get(key), dict):
+                merged[key] = with_added_fields(merged[key], default)
+        else:
+            merged.setdefault(key, default)
+    return merged
 
 
 def lookahead_applies(form, lookahead):

@@ -8,13 +8,19 @@ form), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugi
 (data, metrics, callbacks, the training job) lives in `tf_fusedprop.experiment`.
 """
 
+import sys as _sys
+
 from tf_fusedprop import _startup
+from tf_fusedprop.precision import cpu_flags as _cpu_flags
+
+if (_note := _startup.onednn_note(_cpu_flags())) is not None:
+    print(_note, file=_sys.stderr, flush=True)
 
 with _startup.native_stderr_silenced(_startup.hide_native_logs()):
     import tensorflow as _tf
 
     _tf.config.list_physical_devices()  # the CUDA probe prints here, hidden
-del _tf
+del _tf, _sys, _cpu_flags, _note
 
 from tf_fusedprop import conv_weight_gradients, forms, layers, losses, ops, optimizers, steps  # noqa: E402
 from tf_fusedprop.accumulation import GradientAccumulator  # noqa: E402

@@ -14,7 +14,28 @@ import os
 import sys
 import tempfile
 
-__all__ = ["hide_native_logs", "native_stderr_silenced"]
+__all__ = ["hide_native_logs", "native_stderr_silenced", "onednn_note"]
+
+# TensorFlow turns oneDNN on by default only on x86 CPUs with one of these.
+_ONEDNN_BY_DEFAULT = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_bf16")
+
+
+def onednn_note(flags, environ=os.environ, tensorflow_loaded=None):
+    """The one line to print before TensorFlow loads with oneDNN off by its own default on an
+    x86 CPU with `flags` (AVX2 without AVX512-VNNI/BF16 or AMX), where turning it on is much
+    faster; None where TensorFlow is loaded already, the user set `TF_ENABLE_ONEDNN_OPTS`, or the
+    CPU is another (oneDNN on by default, or not x86)."""
+    tensorflow_loaded = "tensorflow" in sys.modules if tensorflow_loaded is None else tensorflow_loaded
+    if tensorflow_loaded or "TF_ENABLE_ONEDNN_OPTS" in environ or "avx2" not in flags:
+        return None
+    if any(flag in flags for flag in _ONEDNN_BY_DEFAULT):
+        return None
+    return (
+        "tf_fusedprop: TensorFlow leaves oneDNN off on this CPU (AVX2 without AVX512-VNNI/BF16 or AMX); "
+        "TF_ENABLE_ONEDNN_OPTS=1 set before TensorFlow is imported made SNGAN's step 1.4-2.5x faster on such "
+        "a CPU (train.py sets it; then use tf_fusedprop.layers for 1x1 strided convolutions, docs/guide.md); "
+        "TF_ENABLE_ONEDNN_OPTS=0 keeps it off without this line."
+    )
 
 
 def hide_native_logs():

@@ -22,6 +22,7 @@ def get_base_config():
     | latent_dim | size of z |
     | loss, form | a loss of `tf_fusedprop.losses` and a training form (`tf_fusedprop.forms.FORMS`) |
     | warmup | G updates of `alternating` (with `n_dis`) before `form` (`tf_fusedprop.forms.Warmup`); 0: none |
+    | warmup_g_lr_scale | after the warm start, G's learning rate is g_lr x this (1: unchanged) |
     | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.forms.Periodic`; needs steps_per_execution 1); 0: none |
     | n_dis | D updates per G update; with a simultaneous form the first n_dis - 1 are D-only steps |
     | iter_size | micro-batches per update (gradient accumulation) |
@@ -59,6 +60,7 @@ def get_base_config():
     config.n_dis = 1
     config.warmup = 0
     config.alternate_every = 0
+    config.warmup_g_lr_scale = 1.0
     config.iter_size = 1
     config.batch_size = 64
     config.steps = 1000

@@ -46,6 +46,8 @@ STABILIZERS = {
     **{f"warmup{k}_no_lookahead": {"warmup": k, "lookahead.every": 0} for k in (250, 500, 1000)},
     # ... and one alternating update every k (one step per call of the train function).
     **{f"alternate_every{k}": {"alternate_every": k, "steps_per_execution": 1} for k in (2, 4)},
+    # ... and G's rate x1.5 after a 500-update warm start.
+    "warmup500_g_lr_x1.5": {"warmup": 500, "warmup_g_lr_scale": 1.5},
     "g_lr_half": {
         "ring8": {"g_lr": 5e-4},
         "grid25": {"g_lr": 5e-4},

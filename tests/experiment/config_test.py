@@ -252,10 +252,20 @@ class WarmupTest(tu.TestCase):
         fp_config.validate(fitted)
 
     def test_a_config_recorded_before_warmup_existed_reads_as_none(self):
+        recorded = {"form": "fused", "ema": {"decay": 0.99, "start": 0}}
         self.assertEqual(
-            fp_config.with_added_fields({"form": "fused"}), {"form": "fused", "warmup": 0, "alternate_every": 0}
+            fp_config.with_added_fields(recorded),
+            {
+                "form": "fused",
+                "ema": {"decay": 0.99, "start": 0, "rampup": None},
+                "warmup": 0,
+                "alternate_every": 0,
+                "warmup_g_lr_scale": 1.0,
+            },
         )
+        self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was
         self.assertEqual(fp_config.with_added_fields({"warmup": 500})["warmup"], 500)
+        self.assertEqual(fp_config.json_values(tu.tiny_config("ring8"))["ema"]["rampup"], None)
         self.assertEqual(set(fp_config.ADDED_FIELDS) - set(tu.tiny_config("ring8")), set())
 
 

@@ -223,6 +223,30 @@ class TrainTest(tu.TestCase):
         _, printed = quiet_train(config, plain)
         self.assertIn("already complete", printed)
 
+    def test_gs_rate_after_the_warm_start_follows_the_update_count_also_across_a_resume(self):
+        config = tu.tiny_config("ring8")
+        config.update(steps=2, steps_per_epoch=1, eval_samples=0, warmup=2, warmup_g_lr_scale=3.0)
+        rate = train_lib.g_learning_rate(config)
+        self.assertAllClose([rate(0), rate(1), rate(2), rate(9)], [config.g_lr] * 2 + [3 * config.g_lr] * 2)
+        config.warmup_g_lr_scale = 1.0
+        self.assertEqual(train_lib.g_learning_rate(config), config.g_lr)
+        config.warmup_g_lr_scale = 3.0
+        resumed, straight, unscaled = (
+            os.path.join(self.get_temp_dir(), n) for n in ("resumed", "straight", "unscaled")
+        )
+        quiet_train(config, resumed)  # stops at the switch, then trains on past it
+        config.steps = 4
+        quiet_train(config, resumed)
+        quiet_train(config, straight)
+        config.warmup_g_lr_scale = 1.0
+        quiet_train(config, unscaled)
+        final = {
+            d: tu.h5_arrays(os.path.join(d, "backup", "epoch_0004.weights.h5")) for d in (resumed, straight, unscaled)
+        }
+        for name in final[straight]:
+            self.assertAllEqual(final[resumed][name], final[straight][name], msg=name)
+        self.assertTrue(any(not np.array_equal(final[straight][n], final[unscaled][n]) for n in final[straight]))
+
     def test_unwritable_workdir(self):
         blocker = os.path.join(self.get_temp_dir(), "file")
         open(blocker, "w").close()

@@ -185,7 +185,7 @@ GAN_FIELDS = (
 
 #: Fields added after runs were recorded, with the value that means what those runs did: a
 #: `config.json` without one reads as having that value (a resume, the benchmarks' records).
-ADDED_FIELDS = {"warmup": 0, "alternate_every": 0, "ema": {"rampup": None}}
+ADDED_FIELDS = {"warmup": 0, "alternate_every": 0, "warmup_g_lr_scale": 1.0, "ema": {"rampup": None}}
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -203,6 +203,7 @@ FIELDS = {
     "steps_per_epoch": _positive_int,
     "d_lr": _learning_rate,
     "g_lr": _learning_rate,
+    "warmup_g_lr_scale": _learning_rate,  # a positive factor
     "beta1": _adam_beta,
     "beta2": _adam_beta,
     "seed": _seed,

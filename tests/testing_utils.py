@@ -9,7 +9,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.experiment import distribution
+from tf_fusedprop.experiment import data, distribution
 
 LATENT = 4
 IMAGE = (8, 8, 3)
@@ -351,3 +351,46 @@ def http_server(routes):
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def write_image_tree(root, count=6):
+    """Digits as files in class folders `zero/` and `one/`: PNG and JPEG (gray and RGB), an RGBA
+    PNG, a BMP, a GIF and a (lossless) WebP, a corrupt JPEG and a text file; returns
+    `{relative path: the uint8 gray digit written}` of the decodable files."""
+    digits = np.round((data.digits_array(16) + 1.0) * 127.5).astype(np.uint8)
+    written = {}
+    for index in range(count):
+        for label, name in ((0, "zero"), (1, "one")):
+            digit = digits[data.digits_labels() == label][index]
+            os.makedirs(os.path.join(root, name), exist_ok=True)
+            path = os.path.join(name, f"{index}.png" if index % 2 else f"{index}.jpg")
+            rgb = np.repeat(digit, 3, axis=-1) if index % 3 == 0 else digit
+            encoded = tf.io.encode_png(rgb) if index % 2 else tf.io.encode_jpeg(rgb, quality=100)
+            tf.io.write_file(os.path.join(root, path), encoded)
+            written[path] = digit
+    from PIL import Image  # Lazy: matplotlib's dependency, in the test extra (BMP, GIF and WebP writers)
+
+    rgba = np.concatenate([np.repeat(digits[1], 3, axis=-1), np.full((16, 16, 1), 128, np.uint8)], axis=-1)
+    tf.io.write_file(os.path.join(root, "one", "alpha.png"), tf.io.encode_png(rgba))
+    Image.fromarray(digits[2][..., 0]).save(os.path.join(root, "zero", "b.bmp"))
+    Image.fromarray(digits[3][..., 0]).save(os.path.join(root, "one", "g.gif"))
+    Image.fromarray(np.repeat(digits[4], 3, axis=-1)).save(os.path.join(root, "zero", "w.webp"), lossless=True)
+    written.update(
+        {"one/alpha.png": digits[1], "zero/b.bmp": digits[2], "one/g.gif": digits[3], "zero/w.webp": digits[4]}
+    )
+    with open(os.path.join(root, "one", "corrupt.jpg"), "wb") as f:
+        f.write(b"\xff\xd8 not a jpeg")
+    open(os.path.join(root, "notes.txt"), "w").close()  # not an image: ignored
+    return written
+
+
+class InceptionModuleStandIn(tf.Module):
+    """Stands in for TF-GAN's Inception SavedModel (save it where a run loads one): pool_3 = per-channel means, logits = input height, width."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.float32)])
+    def __call__(self, images):
+        size = tf.cast(tf.shape(images)[1:3], tf.float32)
+        return {
+            "pool_3": tf.reduce_mean(images, axis=[1, 2]),
+            "logits": tf.tile(size[None], [tf.shape(images)[0], 1]),
+        }

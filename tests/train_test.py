@@ -23,7 +23,6 @@ from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
-from tests.experiment import features_test, image_files_test
 from tf_fusedprop.experiment import data, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
@@ -444,7 +443,7 @@ class OwnImagesTest(tu.TestCase):
         super().setUpClass()
         cls.root = tu.class_temp_dir(cls)
         cls.folder = os.path.join(cls.root, "images")
-        image_files_test.write_image_tree(cls.folder)
+        tu.write_image_tree(cls.folder)
         cls.zip = shutil.make_archive(os.path.join(cls.root, "images"), "zip", cls.folder)
 
     def train(self, *args, config="configs/images.py"):
@@ -508,7 +507,7 @@ class OwnImagesTest(tu.TestCase):
 
     def test_fid_against_your_images_under_an_inception_module_during_training_and_in_evaluate_mode(self):
         module = os.path.join(self.get_temp_dir(), "inception")
-        tf.saved_model.save(features_test.FakeInception(), module)  # pool_3: the images' channel means
+        tf.saved_model.save(tu.InceptionModuleStandIn(), module)  # pool_3: the images' channel means
         scoring = [f"--config.inception_path={module}", "--config.eval_samples=20", "--config.eval_real_samples=12"]
         status, out, err, workdir = self.train(f"--config.data={self.folder}", "--config.image_size=16", *scoring)
         self.assertEqual((status, err), (0, ""))

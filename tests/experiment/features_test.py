@@ -93,18 +93,6 @@ class ReferenceStatisticsTest(tu.TestCase):
         self.assertAllClose(features.fid_from_images(extractor, fake, ref, batch_size=7), expected, rtol=1e-12, atol=0)
 
 
-class FakeInception(tf.Module):
-    """Stands in for the TF-Hub module: pool_3 = per-channel means, logits = input height, width."""
-
-    @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.float32)])
-    def __call__(self, images):
-        size = tf.cast(tf.shape(images)[1:3], tf.float32)
-        return {
-            "pool_3": tf.reduce_mean(images, axis=[1, 2]),
-            "logits": tf.tile(size[None], [tf.shape(images)[0], 1]),
-        }
-
-
 class InceptionFeaturesTest(tu.TestCase):
     @parameterized.parameters(
         ("offline", "which could not be downloaded: cannot reach"),
@@ -136,7 +124,7 @@ class InceptionFeaturesTest(tu.TestCase):
     def test_a_hub_url_is_downloaded_once_into_the_cache_and_gives_features(self):
         directory = self.get_temp_dir()
         module = os.path.join(directory, "inception")
-        tf.saved_model.save(FakeInception(), module)
+        tf.saved_model.save(tu.InceptionModuleStandIn(), module)
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w:gz") as tar:
             tar.add(module, arcname=".")  # TF-Hub's layout: the SavedModel at the root.
@@ -153,7 +141,7 @@ class InceptionFeaturesTest(tu.TestCase):
 
     def test_loads_saved_model_and_resizes(self):
         path = os.path.join(self.get_temp_dir(), "inception")
-        tf.saved_model.save(FakeInception(), path)
+        tf.saved_model.save(tu.InceptionModuleStandIn(), path)
         extractor = features.InceptionFeatures(path)
         images = np.random.default_rng(11).uniform(-1, 1, size=(5, 8, 8, 1)).astype(np.float32)
         activations = extractor.features(images, batch_size=2)

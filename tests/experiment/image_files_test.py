@@ -7,46 +7,16 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from PIL import Image  # matplotlib's dependency, in the test extra: BMP, GIF and WebP writers
 
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import data, image_files
-
-
-def write_image_tree(root, count=6):
-    """Digits as files in class folders `zero/` and `one/`: PNG and JPEG (gray and RGB), an RGBA
-    PNG, a BMP, a GIF and a (lossless) WebP, a corrupt JPEG and a text file; returns
-    `{relative path: the uint8 gray digit written}` of the decodable files."""
-    digits = np.round((data.digits_array(16) + 1.0) * 127.5).astype(np.uint8)
-    written = {}
-    for index in range(count):
-        for label, name in ((0, "zero"), (1, "one")):
-            digit = digits[data.digits_labels() == label][index]
-            os.makedirs(os.path.join(root, name), exist_ok=True)
-            path = os.path.join(name, f"{index}.png" if index % 2 else f"{index}.jpg")
-            rgb = np.repeat(digit, 3, axis=-1) if index % 3 == 0 else digit
-            encoded = tf.io.encode_png(rgb) if index % 2 else tf.io.encode_jpeg(rgb, quality=100)
-            tf.io.write_file(os.path.join(root, path), encoded)
-            written[path] = digit
-    rgba = np.concatenate([np.repeat(digits[1], 3, axis=-1), np.full((16, 16, 1), 128, np.uint8)], axis=-1)
-    tf.io.write_file(os.path.join(root, "one", "alpha.png"), tf.io.encode_png(rgba))
-    Image.fromarray(digits[2][..., 0]).save(os.path.join(root, "zero", "b.bmp"))
-    Image.fromarray(digits[3][..., 0]).save(os.path.join(root, "one", "g.gif"))
-    Image.fromarray(np.repeat(digits[4], 3, axis=-1)).save(os.path.join(root, "zero", "w.webp"), lossless=True)
-    written.update(
-        {"one/alpha.png": digits[1], "zero/b.bmp": digits[2], "one/g.gif": digits[3], "zero/w.webp": digits[4]}
-    )
-    with open(os.path.join(root, "one", "corrupt.jpg"), "wb") as f:
-        f.write(b"\xff\xd8 not a jpeg")
-    open(os.path.join(root, "notes.txt"), "w").close()  # not an image: ignored
-    return written
 
 
 class OpenSourceTest(tu.TestCase):
     def setUp(self):
         super().setUp()
         self.root = os.path.join(self.get_temp_dir(), "images")
-        write_image_tree(self.root)
+        tu.write_image_tree(self.root)
 
     def test_a_folder_lists_its_images_recursively_with_classes_from_subfolders(self):
         source = image_files.open_source(self.root)
@@ -91,7 +61,7 @@ class PrepareTest(tu.TestCase):
     def setUp(self):
         super().setUp()
         self.root = os.path.join(self.get_temp_dir(), "images")
-        self.written = write_image_tree(self.root)
+        self.written = tu.write_image_tree(self.root)
         self.cache = os.path.join(self.get_temp_dir(), "cache")
 
     def test_decoded_once_cropped_resized_with_classes_and_the_corrupt_file_skipped(self):

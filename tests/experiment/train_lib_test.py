@@ -34,7 +34,7 @@ def read_json(path):
         return json.load(f)
 
 
-class FakeInception:
+class PixelFeatures:
     """Stands in for TF-GAN's Inception (not available offline): pixels as features."""
 
     def __init__(self, path, **kwargs):  # cache_dir=, log= of the real one.
@@ -70,7 +70,7 @@ class TrainTest(tu.TestCase):
         cifar10 = config.dataset == "cifar10"
         with contextlib.ExitStack() as stack:
             if cifar10:
-                stack.enter_context(mock.patch.object(features, "InceptionFeatures", FakeInception))
+                stack.enter_context(mock.patch.object(features, "InceptionFeatures", PixelFeatures))
                 stack.enter_context(tfds.testing.mock_data(num_examples=16))
                 config.inception_path = directory
             summary, printed = quiet_train(config, os.path.join(directory, "run"))

@@ -1,12 +1,16 @@
 """image_files: a folder or zip of real image files (written here), decoded once into the cache."""
 
+import io
 import os
 import shutil
+import struct
 from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
+from absl.testing import parameterized
+from PIL import Image, ImageOps  # matplotlib's dependency, in the test extra: the orientation oracle
 
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import data, image_files
@@ -82,7 +86,7 @@ class PrepareTest(tu.TestCase):
         self.assertRegex(
             prepared.describe(self.root),
             r"^Images: 16 from .*images at 16x16x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v1.$",
+            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v2.$",
         )
         self.assertEqual(sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json"])
         again = image_files.decode_once(self.root, 16, self.cache)
@@ -187,3 +191,46 @@ class Uint8PipelineTest(tu.TestCase):
 
 if __name__ == "__main__":
     tf.test.main()
+
+
+def exif_jpeg(pixels, orientation, byte_order="II"):
+    """A JPEG of `pixels` (uint8 [h, w, 3]) carrying an EXIF APP1 segment with `orientation`."""
+    fmt = "<" if byte_order == "II" else ">"
+    tiff = byte_order.encode() + struct.pack(fmt + "HI", 42, 8)
+    tiff += struct.pack(fmt + "HHHIHHI", 1, 0x0112, 3, 1, orientation, 0, 0)  # one entry, then no next IFD
+    payload = b"Exif\x00\x00" + tiff
+    jpeg = tf.io.encode_jpeg(pixels, quality=100).numpy()
+    return jpeg[:2] + b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload + jpeg[2:]
+
+
+class OrientationTest(tu.TestCase):
+    # 2 x 3 blocks of 8 px, each its own colour: JPEG keeps them, and every turn or mirror differs.
+    BLOCKS = np.kron(np.arange(18, dtype=np.uint8).reshape(2, 3, 3) * 14, np.ones((8, 8, 1), np.uint8))
+
+    @parameterized.product(orientation=tuple(range(1, 9)), byte_order=("II", "MM"))
+    def test_each_exif_orientation_is_applied_as_pillow_applies_it(self, orientation, byte_order):
+        raw = exif_jpeg(self.BLOCKS, orientation, byte_order)
+        self.assertEqual(image_files.exif_orientation(raw), orientation)
+        ours = image_files.oriented(tf.io.decode_jpeg(raw).numpy(), orientation)
+        pillow = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(raw))))  # the independent oracle
+        self.assertEqual(ours.shape, pillow.shape)
+        self.assertLess(np.abs(ours.astype(int) - pillow.astype(int)).max(), 3)
+
+    def test_a_phone_photo_stored_sideways_is_prepared_upright(self):
+        upright = self.BLOCKS[:, :16]  # 16 x 16: no crop, so the two must agree pixel for pixel
+        folder = os.path.join(self.get_temp_dir(), "photos")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "portrait.jpg"), "wb") as f:
+            f.write(exif_jpeg(np.ascontiguousarray(np.rot90(upright, 1)), 6))  # stored turned, tagged "turn it"
+        tf.io.write_file(os.path.join(folder, "reference.png"), tf.io.encode_png(upright))
+        prepared = image_files.decode_once(folder, 16, os.path.join(self.get_temp_dir(), "cache"))
+        portrait, reference = prepared.images[0], prepared.images[1]
+        self.assertLess(np.abs(portrait.astype(int) - reference.astype(int)).max(), 3)
+
+    def test_no_or_damaged_exif_is_as_stored(self):
+        plain = tf.io.encode_jpeg(self.BLOCKS).numpy()
+        self.assertEqual(image_files.exif_orientation(plain), 1)
+        self.assertEqual(image_files.exif_orientation(b"\x89PNG\r\n\x1a\n"), 1)
+        damaged = exif_jpeg(self.BLOCKS, 6)[:30]  # cut inside the orientation entry
+        self.assertEqual(image_files.exif_orientation(damaged), 1)
+        self.assertEqual(image_files.exif_orientation(exif_jpeg(self.BLOCKS, 9)), 1)  # not an orientation

@@ -234,3 +234,39 @@ class OrientationTest(tu.TestCase):
         damaged = exif_jpeg(self.BLOCKS, 6)[:30]  # cut inside the orientation entry
         self.assertEqual(image_files.exif_orientation(damaged), 1)
         self.assertEqual(image_files.exif_orientation(exif_jpeg(self.BLOCKS, 9)), 1)  # not an orientation
+
+
+class UndecodedFormatsTest(tu.TestCase):
+    def test_heic_and_tiff_are_named_as_skipped_not_left_out(self):
+        folder = os.path.join(self.get_temp_dir(), "phone")
+        os.makedirs(folder)
+        tf.io.write_file(os.path.join(folder, "a.png"), tf.io.encode_png(np.zeros((8, 8, 3), np.uint8)))
+        for name in ("IMG_0001.HEIC", "scan.tif"):
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(b"\x00\x00\x00\x18ftypheic" if name.endswith("HEIC") else b"II*\x00\x08\x00\x00\x00")
+        prepared = image_files.decode_once(folder, 8, os.path.join(self.get_temp_dir(), "cache"))
+        self.assertEqual(prepared.images.shape[0], 1)
+        self.assertEqual(sorted(os.path.basename(p) for p in prepared.skipped), ["IMG_0001.HEIC", "scan.tif"])
+        self.assertIn("skipped 2 files that did not decode (the first: ", prepared.describe(folder))
+        only_heic = os.path.join(self.get_temp_dir(), "heic")
+        os.makedirs(only_heic)
+        shutil.copy(os.path.join(folder, "IMG_0001.HEIC"), only_heic)
+        with self.assertRaisesRegex(
+            image_files.ImageSourceError, r"none of the 1 image files .* PNG, JPEG, BMP, GIF and WebP"
+        ):
+            image_files.decode_once(only_heic, 8, os.path.join(self.get_temp_dir(), "cache"))
+
+    def test_16_bit_cmyk_palette_and_gray_alpha_files_read_as_they_look(self):
+        folder = os.path.join(self.get_temp_dir(), "odd")
+        os.makedirs(folder)
+        red = np.zeros((8, 8, 3), np.uint8)
+        red[..., 0], red[..., 1] = 200, 50
+        gray16 = np.full((8, 8, 1), 40_000, np.uint16)
+        tf.io.write_file(os.path.join(folder, "a_16bit.png"), tf.io.encode_png(gray16))
+        Image.fromarray(red).convert("CMYK").save(os.path.join(folder, "b_cmyk.jpg"), quality=100)
+        Image.fromarray(red).convert("P").save(os.path.join(folder, "c_palette.png"))
+        gray_alpha = np.dstack([np.full((8, 8), 77, np.uint8), np.full((8, 8), 255, np.uint8)])
+        Image.fromarray(gray_alpha, mode="LA").save(os.path.join(folder, "d_gray_alpha.png"))
+        images = image_files.decode_once(folder, 8, os.path.join(self.get_temp_dir(), "cache"), channels=3).images
+        expected = [[156] * 3, [200, 50, 0], [204, 51, 0], [77] * 3]  # 40,000 / 257; the palette's nearest red
+        self.assertLess(np.abs(images[:, 4, 4].astype(int) - np.array(expected)).max(), 3)

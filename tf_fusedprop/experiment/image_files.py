@@ -43,6 +43,7 @@ __all__ = [
     "DecodedImages",
     "ImageSourceError",
     "Source",
+    "UNDECODED_EXTENSIONS",
     "decode_once",
     "exif_orientation",
     "open_source",
@@ -51,6 +52,9 @@ __all__ = [
 
 #: File extensions read as images (lower case), as TensorFlow decodes them.
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+#: Image files TensorFlow does not decode (a phone's HEIC, a scanner's TIFF...): listed too, so
+#: that each is named as skipped in the preparation line instead of left out without a word.
+UNDECODED_EXTENSIONS = (".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".dng", ".cr2", ".nef", ".arw")
 #: Bump when decoding, cropping or resizing changes: it is part of the cache's name.
 VERSION = 2  # 2: EXIF orientation applied
 
@@ -95,7 +99,7 @@ class Source:
 
 def _is_image(name):
     base = os.path.basename(name)
-    return not base.startswith(".") and os.path.splitext(base)[1].lower() in IMAGE_EXTENSIONS
+    return not base.startswith(".") and os.path.splitext(base)[1].lower() in IMAGE_EXTENSIONS + UNDECODED_EXTENSIONS
 
 
 def open_source(path):

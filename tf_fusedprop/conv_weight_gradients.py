@@ -299,17 +299,18 @@ def choose(x_shape, kernel_shape, strides, padding, dtype, rounds=5):
         return _chosen[key]
 
 
-def machine_cache_file():
+def machine_cache_file(facts=None):
     """This machine's cache of timed choices: `weight_gradients/<key>.json` in the user cache,
-    `<key>` naming `machine.fingerprint()` (another CPU, TensorFlow or oneDNN setting: another
-    file, timed afresh)."""
-    key = machine.fingerprint_key(machine.fingerprint())
+    `<key>` naming `machine.fingerprint()` (or the `facts` given: another CPU, TensorFlow or
+    oneDNN setting, another file, timed afresh)."""
+    key = machine.fingerprint_key(machine.fingerprint() if facts is None else facts)
     return os.path.join(machine.user_cache_dir(), "weight_gradients", f"{key}.json")
 
 
 def _machine_choice(key, rounds):
     """`key`'s formulation from this machine's cache, timed and added there if it has none."""
-    path, facts = machine_cache_file(), machine.fingerprint()
+    facts = machine.fingerprint()
+    path = machine_cache_file(facts)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with _machine_lock(path + ".lock"):

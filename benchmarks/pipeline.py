@@ -1,6 +1,7 @@
 """Images per second of a user's-images pipeline against what the fused step consumes.
 
     python benchmarks/pipeline.py [--sizes=32,64,128] [--images=2000] [--steps=6] [--batches=200]
+    python benchmarks/pipeline.py --photos=2000 [--photo_size=64] [--sizes=]
 
 Per image size: JPEG files are written (random smooth colour images of 1.5x the size, so that
 each is cropped and resized), prepared once (`image_files.decode_once`: decode, crop, resize,
@@ -10,6 +11,11 @@ mirror flips) is iterated for `--batches` batches of 64, and the fused step of
 size, `sngan.default_widths`, precision from the hardware) is timed for `--steps` steps on one batch. The table gives both in images/s
 and their ratio; the pipeline must never be the bottleneck (issue 31: >= 5x at 64 px on 2
 cores). Run it on a quiet machine: the header gives the CPU and its flags.
+
+`--photos=N` first times the preparation of a folder of N phone-sized photos (4000x3000 JPEGs,
+quality 90, smooth colours with sensor-like noise, ~3 MB each) at `--photo_size`, side by side:
+as it was before issue 48 (every JPEG decoded at full size, one at a time: `workers=1,
+reduce_jpegs=False`) and as `decode_once` does it now (reduced-size decoding, a thread per core).
 """
 
 import os
@@ -22,6 +28,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from configs import images as images_config
+from tf_fusedprop import machine as tf_machine
 from tf_fusedprop import networks
 from tf_fusedprop.experiment import data, image_files, train_lib
 from tf_fusedprop.networks import sngan
@@ -33,6 +40,8 @@ flags.DEFINE_integer("batches", 200, "Pipeline batches (of 64) timed per size.")
 flags.DEFINE_integer("steps", 6, "Fused steps timed per size (after 2 untimed ones).")
 flags.DEFINE_integer("batch_size", 64, "Real images per step.")
 flags.DEFINE_integer("generator_width", None, "G's width (default: configs/images.py's for the size).")
+flags.DEFINE_integer("photos", 0, "Phone-sized JPEGs (4000x3000) to prepare, before and after (0: none).")
+flags.DEFINE_integer("photo_size", 64, "The target size the photos are prepared at (px).")
 flags.DEFINE_integer("discriminator_width", None, "D's width (default: configs/images.py's for the size).")
 
 
@@ -44,6 +53,43 @@ def write_jpegs(directory, count, size, seed=0):
         coarse = rng.uniform(0, 255, (1, 8, 8, 3)).astype(np.float32)
         image = tf.cast(tf.image.resize(coarse, [side, side])[0], tf.uint8)
         tf.io.write_file(os.path.join(directory, f"{i:05d}.jpg"), tf.io.encode_jpeg(image, quality=90))
+
+
+def write_photos(directory, count, distinct=8, seed=0):
+    """`count` 4000x3000 JPEG files, `distinct` different ones repeated (decoding costs the same)."""
+    rng = np.random.default_rng(seed)
+    encoded = []
+    for _ in range(min(distinct, count)):
+        coarse = rng.uniform(0, 255, (1, 12, 16, 3)).astype(np.float32)
+        smooth = tf.image.resize(coarse, [3000, 4000])[0]
+        noisy = tf.clip_by_value(smooth + rng.normal(0, 6, (3000, 4000, 3)).astype(np.float32), 0, 255)
+        encoded.append(tf.io.encode_jpeg(tf.cast(noisy, tf.uint8), quality=90).numpy())
+    for i in range(count):
+        with open(os.path.join(directory, f"IMG_{i:05d}.jpg"), "wb") as f:
+            f.write(encoded[i % distinct])
+    return sum(len(e) for e in encoded) / len(encoded)
+
+
+def photos_per_second(count, size):
+    """Prints and returns images/s of preparing `count` photos at `size`: before, now."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "photos")
+        os.makedirs(folder)
+        mean_bytes = write_photos(folder, count)
+        print(f"photos: {count} JPEGs of 4000x3000, {mean_bytes / 1e6:.1f} MB each, prepared at {size} px", flush=True)
+        rates = {}
+        for name, options in (("before", {"workers": 1, "reduce_jpegs": False}), ("now", {})):
+            start = time.perf_counter()
+            image_files.decode_once(folder, size, os.path.join(tmp, f"cache_{name}"), **options)
+            rates[name] = count / (time.perf_counter() - start)
+            print(f"  {name}: {rates[name]:.1f} images/s ({10_000 / rates[name] / 60:.1f} min per 10,000)", flush=True)
+    print(
+        "\n| photos at {0} px | before (full decode, 1 thread) | now (reduced decode, {1} threads) | now / before |\n"
+        "|---|---|---|---|\n| images/s | {2:.1f} | {3:.1f} | {4:.2f}x |\n".format(
+            size, tf_machine.cores(), rates["before"], rates["now"], rates["now"] / rates["before"]
+        )
+    )
+    return rates
 
 
 def pipeline_images_per_second(images, batches, batch_size):
@@ -78,6 +124,8 @@ def step_images_per_second(size, batch_size, steps, real):
 def main(argv):
     del argv
     print(machine.header())
+    if FLAGS.photos:
+        photos_per_second(FLAGS.photos, FLAGS.photo_size)
     rows = []
     for size in map(int, FLAGS.sizes):
         with tempfile.TemporaryDirectory() as tmp:
@@ -95,6 +143,8 @@ def main(argv):
             f"  {size} px: prepared {decode:.0f} images/s, pipeline {pipeline:.0f} images/s, fused step {step:.1f} images/s",
             flush=True,
         )
+    if not rows:
+        return
     print()
     print(
         "| size | prepare once (decode, crop, resize) images/s | pipeline images/s | fused step images/s | pipeline / step |"

@@ -16,7 +16,7 @@ import os
 
 from tf_fusedprop import precision
 
-__all__ = ["cpu_model", "fingerprint", "fingerprint_key", "user_cache_dir"]
+__all__ = ["cores", "cpu_model", "fingerprint", "fingerprint_key", "user_cache_dir"]
 
 # TensorFlow reads the switch once, when it is imported; the package imports it first thing.
 _ONEDNN_AT_IMPORT = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")
@@ -45,7 +45,8 @@ def cpu_model(path="/proc/cpuinfo"):
     return ""
 
 
-def _cores():
+def cores():
+    """The CPU cores this process may run on (its affinity mask; `os.cpu_count()` off Linux)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -61,7 +62,7 @@ def fingerprint():
     return {
         "cpu": cpu_model(),
         "cpu_flags": " ".join(sorted(precision.cpu_flags())),
-        "cores": _cores(),
+        "cores": cores(),
         "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "tensorflow": tf.__version__,
         "onednn": _ONEDNN_AT_IMPORT,

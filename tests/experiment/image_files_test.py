@@ -86,7 +86,7 @@ class PrepareTest(tu.TestCase):
         self.assertRegex(
             prepared.describe(self.root),
             r"^Images: 16 from .*images at 16x16x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v2.$",
+            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v3.$",
         )
         self.assertEqual(sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json"])
         again = image_files.decode_once(self.root, 16, self.cache)
@@ -234,6 +234,52 @@ class OrientationTest(tu.TestCase):
         damaged = exif_jpeg(self.BLOCKS, 6)[:30]  # cut inside the orientation entry
         self.assertEqual(image_files.exif_orientation(damaged), 1)
         self.assertEqual(image_files.exif_orientation(exif_jpeg(self.BLOCKS, 9)), 1)  # not an orientation
+
+
+class LargePhotoTest(tu.TestCase):
+    """A photo much larger than the target decodes at a fraction of its size, on every core."""
+
+    def smooth_photo(self, height, width, seed=0):
+        coarse = np.random.default_rng(seed).uniform(0, 255, (1, 6, 8, 3)).astype(np.float32)
+        return tf.cast(tf.image.resize(coarse, [height, width], method="bicubic"), tf.uint8)[0].numpy()
+
+    def prepare(self, folder, size, **kwargs):
+        cache = os.path.join(self.get_temp_dir(), "cache")
+        return image_files.decode_once(folder, size, cache, **kwargs).images.astype(int)
+
+    def test_a_large_tagged_jpeg_decodes_reduced_upright_and_close_to_the_full_decode(self):
+        upright = self.smooth_photo(512, 384)  # a portrait, stored sideways with orientation 6
+        folder = os.path.join(self.get_temp_dir(), "photos")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "p.jpg"), "wb") as f:
+            f.write(exif_jpeg(np.ascontiguousarray(np.rot90(upright, 1)), 6))
+        with mock.patch.object(image_files.tf.io, "decode_jpeg", wraps=tf.io.decode_jpeg) as decode_jpeg:
+            reduced = self.prepare(folder, 32)
+        self.assertEqual(decode_jpeg.call_args.kwargs["ratio"], 8)  # 384 / 8 = 48 >= 32
+        full = self.prepare(folder, 32, reduce_jpegs=False)
+        png = os.path.join(self.get_temp_dir(), "png")
+        os.makedirs(png)
+        tf.io.write_file(os.path.join(png, "p.png"), tf.io.encode_png(upright))
+        exact = self.prepare(png, 32)
+        self.assertLess(np.abs(full - exact).max(), 6)  # JPEG's rounding only
+        self.assertLess(np.abs(reduced - exact).mean(), 2.0)
+        self.assertLess(np.abs(reduced - exact).max(), 12)
+
+    def test_a_jpeg_under_twice_the_size_is_decoded_whole(self):
+        folder = os.path.join(self.get_temp_dir(), "small")
+        os.makedirs(folder)
+        tf.io.write_file(os.path.join(folder, "s.jpg"), tf.io.encode_jpeg(self.smooth_photo(63, 80)))
+        self.assertAllEqual(self.prepare(folder, 32), self.prepare(folder, 32, reduce_jpegs=False))
+
+    def test_threads_keep_the_order_the_labels_and_the_skipped_files(self):
+        root = os.path.join(self.get_temp_dir(), "images")
+        tu.write_image_tree(root)
+        one = image_files.decode_once(root, 8, os.path.join(self.get_temp_dir(), "a"), workers=1)
+        three = image_files.decode_once(root, 8, os.path.join(self.get_temp_dir(), "b"), workers=3)
+        self.assertAllEqual(three.images, one.images)
+        self.assertAllEqual(three.labels, one.labels)
+        self.assertEqual(three.skipped, one.skipped)
+        self.assertLen(one.skipped, 1)
 
 
 class UndecodedFormatsTest(tu.TestCase):

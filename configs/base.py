@@ -110,9 +110,10 @@ def get_cifar10_config(variant, *, name, network, loss, forms, widths, d_lr=2e-4
     evaluation every 5k updates.
 
     Extra fields: `data_dir` (TFDS data directory: a prepared `cifar10`, else TFDS downloads it
-    there; None: TFDS's default), and `inception_path` (TF-GAN's Inception module: its URL
-    https://tfhub.dev/tensorflow/tfgan/eval/inception/1, downloaded once into `cache_dir` or
-    `~/.cache/tf_fusedprop/tfhub_modules`, or a local copy's directory; None: no FID/IS) with
+    there; None: TFDS's default), and `inception_path` (TF-GAN's Inception module: "auto", the
+    default, fetches https://tfhub.dev/tensorflow/tfgan/eval/inception/1 once into `cache_dir` or
+    `~/.cache/tf_fusedprop/tfhub_modules` and, offline, says in one line that FID/IS are off and
+    trains on; or its URL or a local copy's directory, which must load; None: no FID/IS) with
     `eval_real_samples` (train images behind the reference statistics).
 
     Args:
@@ -143,7 +144,7 @@ def get_cifar10_config(variant, *, name, network, loss, forms, widths, d_lr=2e-4
     config.eval_real_samples = 50_000
     config.grid_samples = 64
     config.data_dir = config_dict.placeholder(str)
-    config.inception_path = config_dict.placeholder(str)
+    config.inception_path = "auto"
     return config
 
 

@@ -8,8 +8,9 @@ The images are decoded once (centre-cropped to a square, resized with antialiasi
 into the user cache, keyed by the files and the resolution; a rerun or a resume reuses them
 (`tf_fusedprop.experiment.image_files`). PNG, JPEG, BMP, GIF (first frame) and WebP; gray,
 RGB and RGBA (alpha dropped); a file that does not decode is skipped and reported.
-FID, KID and IS against your images need TF-GAN's Inception: `--config.inception_path=URL_OR_DIR`
-(as for CIFAR-10); without it, training runs and one line says how to turn it on.
+FID, KID and IS against your images are on: TF-GAN's Inception module is fetched once into the
+user cache (`inception_path="auto"`); offline, one line says they are off and training goes on
+(`--config.inception_path=DIR` scores with a local copy, `--config.inception_path=None` turns them off).
 """
 
 from ml_collections import config_dict
@@ -32,7 +33,8 @@ def get_config(variant=""):
     gray when every image is gray, else RGB), `mirror` (random x-flips), `conditional` (a
     class-conditional GAN, its classes the first level of subfolders or the TFDS `label`
     feature: `num_classes` is set from them and the names go to the workdir's `classes.json`). Evaluation: FID/IS of 5,000 samples against up to
-    10,000 of your images every 5 epochs of 1,000 updates, when `inception_path` is set.
+    10,000 of your images every 5 epochs of 1,000 updates, under TF-GAN's Inception (`inception_path`:
+    "auto" fetches it once when it can; a URL or a local copy's directory; None: off).
     """
     config = base.get_sngan_images_config(variant, name="images", dataset="images")
     config.generator.width = config_dict.placeholder(int)  # None: from image_size (docstring)
@@ -50,5 +52,5 @@ def get_config(variant=""):
     config.grid_samples = 64
     config.ema.decay = 0.999
     config.data_dir = config_dict.placeholder(str)
-    config.inception_path = config_dict.placeholder(str)
+    config.inception_path = "auto"
     return config

@@ -28,7 +28,7 @@ CNN_NS = {
     "g_lr": 0.0002,
     "generator": {"width": 512},
     "grid_samples": 64,
-    "inception_path": None,
+    "inception_path": "auto",
     "iter_size": 1,
     "jit_compile": False,
     "latent_dim": 128,

@@ -5,13 +5,19 @@ train under a two-replica `MirroredStrategy` in this process (`testing_utils.two
 Ops outside a strategy run on the first, as on an unsplit CPU. And oneDNN on, as `train.py` turns
 it on for its users: TensorFlow reads the setting once, when it is imported, so without it here a
 training run in this process (oneDNN off on an AVX2-only CPU) and one in a subprocess started after
-`train.run` set it (on) would round differently, and a resumed run would not equal a straight one."""
+`train.run` set it (on) would round differently, and a resumed run would not equal a straight one.
+And no test fetches TF-GAN's Inception from the internet: `inception_path="auto"` (the CIFAR-10 and
+images configs' default) is pointed at a file that does not exist, so it takes the offline path at
+once (the tests of the fetch serve a stand-in module themselves)."""
 
 import os
 import tempfile
 
 os.environ.setdefault("TF_FUSEDPROP_CACHE", tempfile.mkdtemp(prefix="tf_fusedprop-test-cache-"))
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+os.environ.setdefault(
+    "TF_FUSEDPROP_INCEPTION_URL", "file://" + os.path.join(os.environ["TF_FUSEDPROP_CACHE"], "no-inception.tar.gz")
+)
 
 
 def pytest_configure(config):

@@ -458,9 +458,11 @@ class OwnImagesTest(tu.TestCase):
         self.assertRegex(
             out,
             r"Images: 16 from .*images at 32x32x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); (prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v2.\n",
+            r".*one/corrupt.jpg\); (prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v3.\n",
         )
-        self.assertIn("FID/IS off: no Inception module; pass --config.inception_path=", out)
+        self.assertRegex(
+            out, r"\nFID/KID/IS off: TF-GAN's Inception module could not be fetched \(.*\); training goes on\."
+        )
         self.assertIn("form fused, 20 steps (2 epochs of 10), batch 4", out)
         self.assertEqual(_read_json(os.path.join(workdir, "summary.json"))["steps"], 20)
         serve = (
@@ -516,7 +518,7 @@ class OwnImagesTest(tu.TestCase):
         )
         cached = [name for name in os.listdir(os.path.join(self.root, "cache")) if name.endswith("_stats.npz")]
         self.assertLen(cached, 1)
-        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v2_real12_inception[0-9a-f]{8}_kid_stats.npz$")
+        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v3_real12_inception[0-9a-f]{8}_kid_stats.npz$")
         with np.load(os.path.join(self.root, "cache", cached[0])) as stats:
             self.assertEqual(stats["features"].shape, (12, 3))  # the stand-in's 3 features of the 12 real images
         status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}", "--num=30")

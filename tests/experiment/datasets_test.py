@@ -1,6 +1,8 @@
 """datasets: the spec of every dataset name, looked up by name, and the networks' inputs."""
 
 import os
+import shutil
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -67,17 +69,44 @@ class SpecTest(tu.TestCase):
             {"cifar10": True, "digits": True, "grid25": False, "images": True, "mnist5k": True, "ring8": False},
         )
 
-    def test_cifar10_without_inception_module_trains_without_fid(self):
-        make = datasets.get("cifar10").evaluator(tu.tiny_config("cifar10_cnn_ns"))
-        evaluator, message = make("unused")
+    def test_cifar10_offline_trains_without_fid_and_says_so_in_one_line(self):
+        config = tu.tiny_config("cifar10_cnn_ns")
+        self.assertEqual(config.inception_path, "auto")  # fetched by default; the suite's fetch fails (conftest)
+        evaluator, message = datasets.get("cifar10").evaluator(config)("unused")
         self.assertIsNone(evaluator)
-        self.assertTrue(
-            message.startswith(
-                "FID/IS off: no Inception module; pass --config.inception_path=https://tfhub.dev/tensorflow/tfgan/eval/"
-                "inception/1 (downloaded once) or a local copy's directory"
-            ),
+        self.assertRegex(
             message,
+            r"^FID/KID/IS off: TF-GAN's Inception module could not be fetched \(.*no-inception.tar.gz.*\); training "
+            r"goes on. To score CIFAR-10, run once where .* is reachable \(it is kept in .*\) or pass "
+            r"--config.inception_path=DIR, a copy of the module's directory.$",
         )
+        self.assertNotIn("\n", message)
+        config.inception_path = None
+        evaluator, message = datasets.get("cifar10").evaluator(config)("unused")
+        self.assertEqual(
+            (evaluator, message),
+            (None, "FID/KID/IS off (config.inception_path=None); --config.inception_path=auto scores CIFAR-10."),
+        )
+
+    def test_auto_fetches_the_module_once_then_scores_from_the_cache(self):
+        module = os.path.join(self.get_temp_dir(), "standin")
+        tf.saved_model.save(tu.InceptionModuleStandIn(), module)
+        archive = shutil.make_archive(os.path.join(self.get_temp_dir(), "standin"), "gztar", module)
+        with open(archive, "rb") as f:
+            routes = {"/inception/1?tf-hub-format=compressed": f.read()}
+        config = tu.tiny_config("images", cache_dir=os.path.join(self.get_temp_dir(), "cache"))
+        config.data = tu.image_folder(os.path.join(self.get_temp_dir(), "images"), count=8)
+        config.update(image_size=8, batch_size=4, eval_real_samples=4, eval_samples=4)
+        with tu.http_server(routes) as (url, requests):
+            with mock.patch.dict(os.environ, {"TF_FUSEDPROP_INCEPTION_URL": f"{url}/inception/1"}):
+                evaluator, message = datasets.get("images").evaluator(config)(self.get_temp_dir())
+                self.assertIsInstance(evaluator, evaluators.ImageEvaluator)
+                self.assertIsNone(message)
+                self.assertEqual(requests, ["/inception/1?tf-hub-format=compressed"])
+        with mock.patch.dict(os.environ, {"TF_FUSEDPROP_INCEPTION_URL": f"{url}/inception/1"}):  # server gone
+            evaluator, message = datasets.get("images").evaluator(config)(self.get_temp_dir())
+        self.assertIsInstance(evaluator, evaluators.ImageEvaluator)
+        self.assertLen(requests, 1)
 
     def test_cifar10_with_a_bad_inception_path_fails_when_prepared(self):
         config = tu.tiny_config("cifar10_cnn_ns")
@@ -100,7 +129,7 @@ class SpecTest(tu.TestCase):
         self.assertAllClose(np.sort(batch[:, 0, 0, 0]), [60 * i / 127.5 - 1 for i in range(4)], atol=1e-6)
         evaluator, message = spec.evaluator(config)("unused")
         self.assertIsNone(evaluator)
-        self.assertRegex(message, r"^FID/IS off: no Inception module; .* to score your images\.$")
+        self.assertRegex(message, r"^FID/KID/IS off: .* To score your images, run once where .*\.$")
 
     @parameterized.parameters((32, (512, 64)), (64, (512, 64)), (128, (256, 32)), (256, (128, 16)))
     def test_widths_left_unset_follow_the_image_size(self, size, widths):

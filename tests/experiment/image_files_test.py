@@ -265,10 +265,11 @@ class LargePhotoTest(tu.TestCase):
         self.assertLess(np.abs(reduced - exact).mean(), 2.0)
         self.assertLess(np.abs(reduced - exact).max(), 12)
 
-    def test_a_jpeg_under_twice_the_size_is_decoded_whole(self):
+    def test_jpegs_under_twice_the_size_or_smaller_than_it_are_decoded_whole(self):
         folder = os.path.join(self.get_temp_dir(), "small")
         os.makedirs(folder)
         tf.io.write_file(os.path.join(folder, "s.jpg"), tf.io.encode_jpeg(self.smooth_photo(63, 80)))
+        tf.io.write_file(os.path.join(folder, "t.jpg"), tf.io.encode_jpeg(self.smooth_photo(20, 24)))  # upsampled
         self.assertAllEqual(self.prepare(folder, 32), self.prepare(folder, 32, reduce_jpegs=False))
 
     def test_threads_keep_the_order_the_labels_and_the_skipped_files(self):

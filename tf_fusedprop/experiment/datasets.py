@@ -7,7 +7,8 @@ module branches on dataset names (`prepare(config)` is that knowledge for one ru
 |---|---|---|---|---|---|---|
 | digits | `[s, s, 1]` | 10 | image | `image_size` | FID/KID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
 | mnist5k | `[s, s, 1]` (28 px padded to 32) | 10 | image | `image_size` | as digits, under a `DigitsClassifier` trained on MNIST-5k | as digits |
-| cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (off without `inception_path`: its URL or a local copy) | image grid (conditional: a class per row) |
+| cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (`inception_path`: "auto" fetches it once, offline one line and off; a URL or local copy; None: off) | image grid (conditional: a class per row) |
+| images | `[s, s, 1 or 3]` | from subfolders | image | `data`, `image_size`, `channels`, `mirror`, `conditional`, `data_dir`, `inception_path`, `eval_real_samples` | FID/KID/IS under TF-GAN's Inception, as cifar10 | as cifar10 |
 | ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
 
 With `config.num_classes` set (a conditional GAN) the pipelines yield `(samples, labels)`.
@@ -30,12 +31,14 @@ from tf_fusedprop import networks as fp_networks
 from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, pictures
 
 __all__ = [
+    "AUTO_INCEPTION",
     "DatasetSpec",
     "Prepared",
     "class_names",
     "completed",
     "get",
     "grid_inputs",
+    "inception_source",
     "names",
     "network_inputs",
     "prepare",
@@ -170,14 +173,46 @@ MNIST5K = _digit_set("mnist5k", "MNIST-5k", data.mnist5k, eval_samples=5000)
 # --------------------------------------------------------------------------------------------
 
 
-def _load_inception(config):
-    """TF-GAN's Inception if `config.inception_path` is set (fails fast), else None."""
-    if not config.inception_path:
-        return None
+#: `config.inception_path` of the shipped CIFAR-10 and images configs: TF-GAN's Inception
+#: fetched once into the cache when it can be; when it cannot (offline), metrics are off, one
+#: line says so and training goes on.
+AUTO_INCEPTION = "auto"
+
+
+def inception_source():
+    """Where `inception_path="auto"` fetches the module: `$TF_FUSEDPROP_INCEPTION_URL` (e.g. a
+    mirror inside a firewall) if set, else TF-Hub's handle `InceptionFeatures.MODULE_URL`."""
+    return os.environ.get("TF_FUSEDPROP_INCEPTION_URL") or features.InceptionFeatures.MODULE_URL
+
+
+def _load_inception(config, what):
+    """`(TF-GAN's Inception, None)`, or `(None, the line saying why FID/KID/IS are off)`.
+
+    `config.inception_path`: None or "" (off), "auto" (fetched once when it can be, else off),
+    or a URL or local directory (must load: fails fast, as the user named it).
+    """
+    path = config.inception_path
+    if not path:
+        return None, f"FID/KID/IS off (config.inception_path=None); --config.inception_path=auto scores {what}."
+    if path != AUTO_INCEPTION:
+        try:
+            return features.InceptionFeatures(path, cache_dir=config.cache_dir, log=print), None
+        except features.InceptionModuleUnavailableError as err:
+            raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path)") from None
+    url = inception_source()
     try:
-        return features.InceptionFeatures(config.inception_path, cache_dir=config.cache_dir, log=print)
+        local = downloads.cached_saved_model(url, cache_dir=config.cache_dir, log=print)
+    except downloads.DownloadError as err:
+        cache = config.cache_dir or downloads.default_cache_dir()
+        return None, (
+            f"FID/KID/IS off: TF-GAN's Inception module could not be fetched ({err}); training goes on. To score "
+            f"{what}, run once where {url} is reachable (it is kept in {cache}) or pass "
+            "--config.inception_path=DIR, a copy of the module's directory."
+        )
+    try:
+        return features.InceptionFeatures(local, cache_dir=config.cache_dir, log=print), None
     except features.InceptionModuleUnavailableError as err:
-        raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path)") from None
+        raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path=auto, from {url})") from None
 
 
 def _cifar10_images(config, n):
@@ -193,15 +228,11 @@ def _inception_evaluator(what, real_images, data_key, kid=False):
     under `data_key(config)`; without the module, a line says how to turn it on."""
 
     def evaluator(config):
-        inception = _load_inception(config)
+        inception, off = _load_inception(config, what)
 
         def make(cache_dir):
             if inception is None:
-                return None, (
-                    f"FID/IS off: no Inception module; pass --config.inception_path="
-                    f"{features.InceptionFeatures.MODULE_URL} (downloaded once) or a local copy's directory to "
-                    f"score {what}."
-                )
+                return None, off
             key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
             kept = 1000 if kid else 0
             name = f"{data_key(config)}{config.eval_real_samples}_inception{key}{'_kid' if kid else ''}_stats.npz"

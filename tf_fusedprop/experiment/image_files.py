@@ -175,7 +175,7 @@ def _decode(raw, image_size, reduce_jpegs=True):
         raise ValueError("not a PNG, JPEG, GIF, BMP or WebP file")
     if raw.startswith(_JPEG) and reduce_jpegs:
         height, width = tf.io.extract_jpeg_shape(raw).numpy()[:2]
-        ratio = next(r for r in (8, 4, 2, 1) if min(height, width) >= r * image_size)
+        ratio = next((r for r in (8, 4, 2) if min(height, width) >= r * image_size), 1)
         image = tf.io.decode_jpeg(raw, ratio=ratio).numpy()
     else:
         image = tf.io.decode_image(raw, expand_animations=False).numpy()  # GIF: its first frame

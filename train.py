@@ -362,9 +362,9 @@ def run(argv):
     # Importing tf_fusedprop loads TensorFlow with its native start-up lines hidden (_startup).
     from tf_fusedprop.experiment import distribution, divergence, train_lib
     from tf_fusedprop.experiment.config import ConfigError
-    from tf_fusedprop.experiment.data import DatasetUnavailableError
     from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
     from tf_fusedprop.experiment.interrupt import TrainingInterrupted
+    from tf_fusedprop.experiment.real_samples import DatasetUnavailableError
 
     if flag_values.cpu_devices > 1:
         distribution.split_cpu(flag_values.cpu_devices)

@@ -5,7 +5,7 @@
 
 Per image size: JPEG files are written (random smooth colour images of 1.5x the size, so that
 each is cropped and resized), prepared once (`image_files.decode_once`: decode, crop, resize,
-uint8 cache; its images/s printed too), then the training pipeline (`data.uint8_images`, with
+uint8 cache; its images/s printed too), then the training pipeline (`real_samples.uint8_images`, with
 mirror flips) is iterated for `--batches` batches of 64, and the fused step of
 `configs/images.py` at that size (`train_lib.build_gan`: SNGAN's CNN at its widths for the
 size, `sngan.default_widths`, precision from the hardware) is timed for `--steps` steps on one batch. The table gives both in images/s
@@ -30,7 +30,7 @@ from absl import app, flags
 from configs import images as images_config
 from tf_fusedprop import machine as tf_machine
 from tf_fusedprop import networks
-from tf_fusedprop.experiment import data, image_files, train_lib
+from tf_fusedprop.experiment import image_files, real_samples, train_lib
 from tf_fusedprop.networks import sngan
 
 FLAGS = flags.FLAGS
@@ -93,8 +93,8 @@ def photos_per_second(count, size):
 
 
 def pipeline_images_per_second(images, batches, batch_size):
-    """Images/s of iterating `data.uint8_images` (mirror on) for `batches` batches, after a warm-up."""
-    iterator = iter(data.uint8_images(images, batch_size, seed=0, mirror=True))
+    """Images/s of iterating `real_samples.uint8_images` (mirror on) for `batches` batches, after a warm-up."""
+    iterator = iter(real_samples.uint8_images(images, batch_size, seed=0, mirror=True))
     for _ in range(5):
         next(iterator)
     start = time.perf_counter()

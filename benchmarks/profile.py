@@ -42,7 +42,8 @@ flags.DEFINE_integer("top", 25, "Op types listed (by the first form's time).")
 flags.DEFINE_string("trace_dir", None, "Keep the traces here (default: a temporary directory).")
 
 
-def build_step(form, real):
+def profiled_step(form, real):
+    """`run(n)`: `n` steps of `form` on `--network` (Keras's Adam, `--mixed_precision`), then a wait."""
     make_g, make_d = networks.get(FLAGS.network)
     dtype = None if FLAGS.mixed_precision == "float32" else FLAGS.mixed_precision
     keras.utils.set_random_seed(0)
@@ -97,7 +98,7 @@ def main(argv):
     root = FLAGS.trace_dir or tempfile.mkdtemp(prefix="fusedprop-profile-")
     results, walls = {}, {}
     for form in FLAGS.forms:
-        run = build_step(form, real)
+        run = profiled_step(form, real)
         run(3)
         trace_dir = os.path.join(root, form)
         tf.profiler.experimental.start(trace_dir)

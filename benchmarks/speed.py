@@ -168,8 +168,8 @@ def build_networks(levers, policy):
         return make_g(dtype=policy.layer_dtype), make_d(dtype=policy.layer_dtype)
 
 
-def build_step(form, variant, real):
-    """A function `run(n)` that trains `n` steps of `form` under `variant` and waits for them."""
+def timed_step(form, variant, real):
+    """`(run(n), steps per round)`: `run` trains `n` steps of `form` under `variant` and waits for them."""
     levers = parse_variant(variant)
     policy = precision.choose(levers["precision"])
     generator, discriminator = build_networks(levers, policy)
@@ -208,7 +208,7 @@ def _stepper(gan, real, calls, jit_compile):
 
 
 def build_config_step(form, config):
-    """`build_step` for `--config`: `(run(n), steps per round)` of the GAN that train.py builds
+    """`timed_step` for `--config`: `(run(n), steps per round)` of the GAN that train.py builds
     from `config` with `form`, on one real batch of its data (a whole number of calls of
     `config.steps_per_execution` steps)."""
     from tf_fusedprop.experiment import datasets, train_lib
@@ -247,7 +247,7 @@ def _builders():
     def build(form, variant):
         # The policy is read when the step is traced: during the warm-up.
         conv_weight_gradients.set_policy(parse_variant(variant)["dw"])
-        return build_step(form, variant, real)
+        return timed_step(form, variant, real)
 
     return variants, build, f"network={FLAGS.network} batch={FLAGS.batch_size}"
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.experiment import data, distribution
+from tf_fusedprop.experiment import distribution, real_samples
 
 LATENT = 4
 IMAGE = (8, 8, 3)
@@ -357,11 +357,11 @@ def write_image_tree(root, count=6):
     """Digits as files in class folders `zero/` and `one/`: PNG and JPEG (gray and RGB), an RGBA
     PNG, a BMP, a GIF and a (lossless) WebP, a corrupt JPEG and a text file; returns
     `{relative path: the uint8 gray digit written}` of the decodable files."""
-    digits = np.round((data.digits_array(16) + 1.0) * 127.5).astype(np.uint8)
+    digits = np.round((real_samples.digits_array(16) + 1.0) * 127.5).astype(np.uint8)
     written = {}
     for index in range(count):
         for label, name in ((0, "zero"), (1, "one")):
-            digit = digits[data.digits_labels() == label][index]
+            digit = digits[real_samples.digits_labels() == label][index]
             os.makedirs(os.path.join(root, name), exist_ok=True)
             path = os.path.join(name, f"{index}.png" if index % 2 else f"{index}.jpg")
             rgb = np.repeat(digit, 3, axis=-1) if index % 3 == 0 else digit

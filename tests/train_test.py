@@ -23,7 +23,7 @@ from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import data, train_lib
+from tf_fusedprop.experiment import real_samples, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
 
@@ -171,7 +171,7 @@ class BadInputTest(tu.TestCase):
         args = [arg.format(tmp=tmp, offline=offline) for arg in args]
         if not any(arg.startswith("--workdir") for arg in args):
             args.append(f"--workdir={os.path.join(tmp, 'run')}")
-        with mock.patch.object(data, "CIFAR10_URL", offline + "/cifar-10-binary.tar.gz"):
+        with mock.patch.object(real_samples, "CIFAR10_URL", offline + "/cifar-10-binary.tar.gz"):
             status, out, err = run_cli(*args)
         self.assertEqual(status, 2)
         self.assertEqual(out, "")

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, networks
-from tf_fusedprop.experiment import callbacks, data, pictures
+from tf_fusedprop.experiment import callbacks, pictures, real_samples
 
 
 def tiny_gan(seed=0):
@@ -43,7 +43,7 @@ class CallbacksTest(tu.TestCase):
         backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"))
         gan = tiny_gan()
         history = gan.fit(
-            data.ring8(16),
+            real_samples.ring8(16),
             epochs=3,
             steps_per_epoch=2,
             verbose=0,
@@ -104,11 +104,11 @@ class CallbacksTest(tu.TestCase):
         directory = self.get_temp_dir()
         backup = callbacks.BackupAndRestore(directory)
         gan = tiny_gan()
-        gan.fit(data.ring8(16), epochs=2, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[backup])
+        gan.fit(real_samples.ring8(16), epochs=2, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[backup])
         resumed = tiny_gan()
         epoch = backup.restore(resumed)
         history = resumed.fit(
-            data.ring8(16),
+            real_samples.ring8(16),
             epochs=5,
             steps_per_epoch=2,
             initial_epoch=epoch,
@@ -126,7 +126,7 @@ class CallbacksTest(tu.TestCase):
         backup = callbacks.BackupAndRestore(directory)
         gan = tiny_gan()
         gan.d_optimizer.learning_rate = gan.g_optimizer.learning_rate = 1e30  # Step 2 is not finite.
-        gan.fit(data.ring8(16), epochs=3, steps_per_epoch=1, verbose=0, shuffle=False, callbacks=[backup])
+        gan.fit(real_samples.ring8(16), epochs=3, steps_per_epoch=1, verbose=0, shuffle=False, callbacks=[backup])
         self.assertEqual(gan.divergence()["step"], 2)
         self.assertEqual(backup.metadata(), {"epoch": 1, "steps": 1, "weights": "epoch_0001.weights.h5"})
         self.assertEqual(sorted(os.listdir(directory)), ["checkpoint.json", "epoch_0001.weights.h5"])

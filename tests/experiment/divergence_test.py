@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, networks
-from tf_fusedprop.experiment import callbacks, data, divergence
+from tf_fusedprop.experiment import callbacks, divergence, real_samples
 
 
 def tiny_gan(learning_rate=1e-3):
@@ -40,14 +40,20 @@ class DivergenceMonitorTest(tu.TestCase):
         )
         run = [divergence.DivergenceMonitor(backup, workdir=directory), grid, backup]
         gan = tiny_gan()
-        gan.fit(data.ring8(16), epochs=1, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=run)
+        gan.fit(real_samples.ring8(16), epochs=1, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=run)
         weights = os.path.join(directory, "backup", "epoch_0001.weights.h5")
         good = md5(weights)
 
         gan.d_optimizer.learning_rate = gan.g_optimizer.learning_rate = 1e30  # Step 4 blows the weights up.
         with self.assertRaises(divergence.TrainingDivergedError) as info:
             gan.fit(
-                data.ring8(16), epochs=3, initial_epoch=1, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=run
+                real_samples.ring8(16),
+                epochs=3,
+                initial_epoch=1,
+                steps_per_epoch=3,
+                verbose=0,
+                shuffle=False,
+                callbacks=run,
             )
         error = info.exception
         self.assertEqual(error.step, 5)  # The first update computed from non-finite values.
@@ -77,7 +83,7 @@ class DivergenceMonitorTest(tu.TestCase):
     def test_a_finite_run_is_not_stopped(self):
         monitor = divergence.DivergenceMonitor()
         history = tiny_gan().fit(
-            data.ring8(16), epochs=2, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[monitor]
+            real_samples.ring8(16), epochs=2, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[monitor]
         )
         self.assertEqual(history.epoch, [0, 1])
         self.assertIsNone(monitor.divergence)

@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import data, evaluators, metrics
+from tf_fusedprop.experiment import evaluators, metrics, real_samples
 
 
 class ImageEvaluatorTest(tu.TestCase):
@@ -91,7 +91,7 @@ class ConditionalEvaluatorTest(tu.TestCase):
 
 class MixtureEvaluatorTest(tu.TestCase):
     def test_exact_and_collapsed_generators(self):
-        centers, std = data.mixture_spec("ring8")
+        centers, std = real_samples.mixture_spec("ring8")
         latents = np.arange(80, dtype=np.float32)[:, None]
         exact = lambda z, training: centers[np.asarray(z[:, 0], int) % 8]
         collapsed = lambda z, training: np.repeat(centers[:1] + 10 * std, len(z), axis=0)

@@ -10,7 +10,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import data, features, metrics
+from tf_fusedprop.experiment import features, metrics, real_samples
 
 
 class DigitsClassifierTest(tu.TestCase):
@@ -32,11 +32,11 @@ class DigitsClassifierTest(tu.TestCase):
         self.assertFalse(reloaded.trained)
         self.assertEqual(os.path.getmtime(os.path.join(self.digits_cache, name)), mtime)
         self.assertEqual(reloaded.test_accuracy, self.classifier.test_accuracy)
-        images = data.digits_array(16)[:20]
+        images = real_samples.digits_array(16)[:20]
         self.assertAllClose(reloaded.features(images), self.classifier.features(images), rtol=1e-5, atol=1e-6)
 
     def test_outputs(self):
-        images = data.digits_array(16)[:300]
+        images = real_samples.digits_array(16)[:300]
         activations, logits = self.classifier.features(images, batch_size=128), self.classifier.logits(images)
         self.assertEqual(activations.shape, (300, 128))
         self.assertEqual(logits.shape, (300, 10))
@@ -44,7 +44,7 @@ class DigitsClassifierTest(tu.TestCase):
             self.classifier.features(np.zeros((3, 8, 8, 1)))
 
     def test_metrics_separate_real_from_noise(self):
-        real = data.digits_array(16)
+        real = real_samples.digits_array(16)
         rng = np.random.default_rng(8)
         noise = rng.uniform(-1, 1, size=real.shape).astype(np.float32)
         real_features = self.classifier.features(real)

@@ -13,7 +13,7 @@ from absl.testing import parameterized
 from PIL import Image, ImageOps  # matplotlib's dependency, in the test extra: the orientation oracle
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import data, image_files
+from tf_fusedprop.experiment import image_files, real_samples
 
 
 class OpenSourceTest(tu.TestCase):
@@ -96,7 +96,7 @@ class PrepareTest(tu.TestCase):
         self.assertEqual((again.class_names, again.skipped), (prepared.class_names, prepared.skipped))
 
     def test_non_square_images_are_centre_cropped(self):
-        digit = np.round((data.digits_array(16)[7] + 1.0) * 127.5).astype(np.uint8)
+        digit = np.round((real_samples.digits_array(16)[7] + 1.0) * 127.5).astype(np.uint8)
         wide = np.pad(digit, ((0, 0), (5, 3), (0, 0)), constant_values=255)  # 16x24: 4 px cut each side
         folder = os.path.join(self.get_temp_dir(), "wide")
         os.makedirs(folder)
@@ -165,22 +165,22 @@ class TfdsSourceTest(tu.TestCase):
 class Uint8PipelineTest(tu.TestCase):
     def test_scaled_shuffled_and_mirrored_reproducibly(self):
         images = np.arange(4 * 2 * 3, dtype=np.uint8).reshape(4, 2, 3, 1) * 10
-        plain = np.concatenate([b.numpy() for b in data.uint8_images(images, 2, seed=1, repeat=False)])
+        plain = np.concatenate([b.numpy() for b in real_samples.uint8_images(images, 2, seed=1, repeat=False)])
         self.assertAllClose(np.sort(plain.ravel()), np.sort(images.ravel() / 127.5 - 1.0), atol=1e-6)
         stream = lambda seed: np.concatenate(
-            [b.numpy() for b in data.uint8_images(images, 4, seed=seed, mirror=True).take(8)]
+            [b.numpy() for b in real_samples.uint8_images(images, 4, seed=seed, mirror=True).take(8)]
         )
         first = stream(3)
         self.assertAllEqual(first, stream(3))
         # A resumed run skips the batches already trained (train_lib): it sees the same flips.
-        skipped = data.uint8_images(images, 4, seed=3, mirror=True).skip(5).take(3)
+        skipped = real_samples.uint8_images(images, 4, seed=3, mirror=True).skip(5).take(3)
         self.assertAllEqual(np.concatenate([b.numpy() for b in skipped]), first[20:32])
         as_float = images / 127.5 - 1.0
         flipped = [any(np.allclose(x, f[:, ::-1]) and not np.allclose(x, f) for f in as_float) for x in first]
         self.assertBetween(sum(flipped), 4, 28)  # about half of 32, reproducibly
-        for budget in (data.IN_MEMORY_BYTES, 10):  # held in memory, or read row by row from the array
-            with mock.patch.object(data, "IN_MEMORY_BYTES", budget):
-                labelled = data.uint8_images(images, 2, labels=np.arange(4, dtype=np.int32), repeat=False)
+        for budget in (real_samples.IN_MEMORY_BYTES, 10):  # held in memory, or read row by row from the array
+            with mock.patch.object(real_samples, "IN_MEMORY_BYTES", budget):
+                labelled = real_samples.uint8_images(images, 2, labels=np.arange(4, dtype=np.int32), repeat=False)
                 seen = []
                 for batch, labels in labelled:
                     for image, label in zip(batch.numpy(), labels.numpy()):

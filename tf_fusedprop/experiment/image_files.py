@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fusedprop import machine
-from tf_fusedprop.experiment import data, files
+from tf_fusedprop.experiment import files, real_samples
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -67,7 +67,7 @@ UNDECODED_EXTENSIONS = (".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".dn
 VERSION = 3  # 2: EXIF orientation applied; 3: large JPEGs decoded reduced
 
 
-class ImageSourceError(data.DatasetUnavailableError):
+class ImageSourceError(real_samples.DatasetUnavailableError):
     """The images cannot be read: a missing path, no image in it, nothing decodable."""
 
 

@@ -12,7 +12,7 @@ extractors); this module imports neither TensorFlow nor Keras:
 * `kernel_inception_distance`: the Kernel Inception Distance (KID; Binkowski et al. 2018,
   "Demystifying MMD GANs"), an unbiased MMD^2 with a cubic polynomial kernel.
 * `mode_coverage`: modes captured and fraction of high-quality samples for the 2-D Gaussian
-  mixtures of Metz et al. 2017 (`tf_fusedprop.experiment.data.mixture_spec` gives their ground
+  mixtures of Metz et al. 2017 (`tf_fusedprop.experiment.real_samples.mixture_spec` gives their ground
   truth).
 """
 
@@ -221,7 +221,7 @@ def mode_coverage(samples, centers, std, threshold=3.0, min_samples=1):
 
     Args:
       samples: array of shape `[n, dim]` of generated samples.
-      centers: array of shape `[num_modes, dim]` (e.g. from `data.mixture_spec`).
+      centers: array of shape `[num_modes, dim]` (e.g. from `real_samples.mixture_spec`).
       std: positive float, the per-axis standard deviation of each mode.
       threshold: the high-quality radius, in units of `std`.
       min_samples: high-quality samples a mode needs to count as captured.

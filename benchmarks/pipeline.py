@@ -136,7 +136,7 @@ def main(argv):
             prepared = image_files.decode_once(folder, size, os.path.join(tmp, "cache"))
             decode = FLAGS.images / (time.perf_counter() - start)
         pipeline = pipeline_images_per_second(prepared.images, FLAGS.batches, FLAGS.batch_size)
-        real = tf.constant(prepared.images[: FLAGS.batch_size].astype(np.float32) / 127.5 - 1.0)
+        real = tf.constant(real_samples.from_uint8(prepared.images[: FLAGS.batch_size]))
         step = step_images_per_second(size, FLAGS.batch_size, FLAGS.steps, real)
         rows.append((size, decode, pipeline, step))
         print(

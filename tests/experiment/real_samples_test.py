@@ -44,7 +44,7 @@ class Cifar10Test(tu.TestCase):
     @parameterized.parameters("train", "test")
     def test_mock_batches_have_shape_dtype_and_range(self, split):
         with tfds.testing.mock_data(num_examples=20):
-            ds = real_samples.cifar10(8, split=split, repeat=False)
+            ds = real_samples.cifar10(8, split=split, repeat=False, cache_dir=self.get_temp_dir())
             batches = _batches(ds, -1)
         self.assertLen(batches, 20 // 8)
         for batch in batches:
@@ -57,7 +57,7 @@ class Cifar10Test(tu.TestCase):
 
     def test_mock_repeats_indefinitely(self):
         with tfds.testing.mock_data(num_examples=10):
-            ds = real_samples.cifar10(4, data_dir=self.get_temp_dir())
+            ds = real_samples.cifar10(4, data_dir=self.get_temp_dir(), cache_dir=self.get_temp_dir())
             batches = _batches(ds, 7)  # 28 samples from a 10-sample split.
         self.assertLen(batches, 7)
         self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
@@ -145,7 +145,7 @@ class DigitsTest(tu.TestCase):
         for x, y in zip(images.numpy(), labels.numpy()):
             self.assertEqual(by_image[tuple(np.round(x.ravel(), 4))], y)  # each image keeps its label
         with tfds.testing.mock_data(num_examples=16):
-            images, labels = next(iter(real_samples.cifar10(8, labels=True)))
+            images, labels = next(iter(real_samples.cifar10(8, labels=True, cache_dir=self.get_temp_dir())))
         self.assertEqual((images.shape, labels.dtype), ((8, 32, 32, 3), tf.int32))
         self.assertTrue(np.all((labels.numpy() >= 0) & (labels.numpy() < 10)))
 
@@ -274,7 +274,7 @@ class PipelinesTest(tu.TestCase):
 
     def test_cifar10_with_mock(self):
         with tfds.testing.mock_data(num_examples=8):
-            ds = real_samples.cifar10(4, repeat=False)
+            ds = real_samples.cifar10(4, repeat=False, cache_dir=self.get_temp_dir())
             self.assertEqual(ds.element_spec.shape, (4, 32, 32, 3))
 
     @parameterized.product(batch_size=(0, -1, 2.5, "8", True, None), name=("ring8", "digits", "mnist5k"))

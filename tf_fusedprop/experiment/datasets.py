@@ -20,7 +20,6 @@ arguments a sample shape fixes); `network_inputs(config)` gives those for a conf
 import dataclasses
 import functools
 import hashlib
-import math
 import os
 from typing import Callable
 
@@ -215,15 +214,26 @@ def _load_inception(config, what):
         raise features.InceptionModuleUnavailableError(f"{err} (config.inception_path=auto, from {url})") from None
 
 
-def _cifar10_images(config, n):
-    batch_size = min(500, n)
-    batches = real_samples.cifar10(batch_size, split="train", data_dir=config.data_dir, seed=config.seed, repeat=False)
-    return np.concatenate([b.numpy() for b in batches.take(math.ceil(n / batch_size))])[:n]
+def _cifar10_decoded(config):
+    return real_samples.cifar10_decoded("train", config.data_dir, cache_dir=config.cache_dir)
 
 
-def _inception_evaluator(what, real_images, data_key, kid=False):
+def _decoded_pipeline(decoded, config, seed, mirror=False):
+    """The training pipeline of `image_files.DecodedImages` (with labels for a conditional GAN)."""
+    labels = decoded.labels if _labelled(config) else None
+    return real_samples.uint8_images(decoded.images, config.batch_size, seed=seed, mirror=mirror, labels=labels)
+
+
+def _spread_sample(images, n):
+    """`n` of `images` (uint8), evenly spread over the set, in [-1, 1]: the reference sample."""
+    chosen = np.linspace(0, len(images) - 1, min(n, len(images))).round().astype(int)
+    return real_samples.from_uint8(images[chosen])
+
+
+def _inception_evaluator(what, decoded, data_key, kid=False):
     """The evaluator factory of FID/IS (with `kid`, KID too) under TF-GAN's Inception
-    (`config.inception_path`) against `real_images(config, n)` (n = `config.eval_real_samples`),
+    (`config.inception_path`) against `config.eval_real_samples` of the images of
+    `decoded(config)` (an `image_files.DecodedImages`, spread evenly over it),
     whose reference statistics (and, for KID, up to 1,000 rows of their features) are cached
     under `data_key(config)`; without the module, a line says how to turn it on."""
 
@@ -237,7 +247,7 @@ def _inception_evaluator(what, real_images, data_key, kid=False):
             kept = 1000 if kid else 0
             name = f"{data_key(config)}{config.eval_real_samples}_inception{key}{'_kid' if kid else ''}_stats.npz"
             cache = os.path.join(cache_dir, name)
-            real = None if os.path.exists(cache) else real_images(config, config.eval_real_samples)
+            real = None if os.path.exists(cache) else _spread_sample(decoded(config).images, config.eval_real_samples)
             reference = features.reference_statistics(inception, real, cache, batch_size=100, keep_features=kept)
             evaluator = evaluators.ImageEvaluator(
                 inception,
@@ -254,7 +264,7 @@ def _inception_evaluator(what, real_images, data_key, kid=False):
     return evaluator
 
 
-_cifar10_evaluator = _inception_evaluator("CIFAR-10", _cifar10_images, lambda config: "cifar10_train")
+_cifar10_evaluator = _inception_evaluator("CIFAR-10", _cifar10_decoded, lambda config: "cifar10_train")
 
 
 CIFAR10 = DatasetSpec(
@@ -262,9 +272,7 @@ CIFAR10 = DatasetSpec(
     fields=("data_dir", "inception_path", "eval_real_samples"),
     image=True,
     sample_shape=lambda config: (32, 32, 3),
-    pipeline=lambda config, seed: real_samples.cifar10(
-        config.batch_size, data_dir=config.data_dir, seed=seed, labels=_labelled(config)
-    ),
+    pipeline=lambda config, seed: _decoded_pipeline(_cifar10_decoded(config), config, seed),
     evaluator=_cifar10_evaluator,
     render=_image_grid,
     classes=10,
@@ -332,19 +340,6 @@ def _prepare_user_images(path, image_size, cache_dir, channels, data_dir):
     return prepared
 
 
-def _user_images_pipeline(config, seed):
-    prepared = _user_images(config)
-    labels = prepared.labels if _labelled(config) else None
-    return real_samples.uint8_images(prepared.images, config.batch_size, seed=seed, mirror=config.mirror, labels=labels)
-
-
-def _user_images_sample(config, n):
-    """`n` of the user's images (evenly spread over the set) in [-1, 1], for the reference statistics."""
-    images = _user_images(config).images
-    chosen = np.linspace(0, len(images) - 1, min(n, len(images))).round().astype(int)
-    return images[chosen].astype(np.float32) / 127.5 - 1.0
-
-
 IMAGES = DatasetSpec(
     name="images",
     fields=(
@@ -359,10 +354,10 @@ IMAGES = DatasetSpec(
     ),
     image=True,
     sample_shape=lambda config: _user_images(config).images.shape[1:],
-    pipeline=_user_images_pipeline,
+    pipeline=lambda config, seed: _decoded_pipeline(_user_images(config), config, seed, mirror=config.mirror),
     evaluator=_inception_evaluator(
         "your images",
-        _user_images_sample,
+        _user_images,
         lambda config: os.path.basename(_user_images(config).cache_path) + "_real",
         kid=True,
     ),

@@ -50,6 +50,7 @@ __all__ = [
     "IMAGE_EXTENSIONS",
     "DecodedImages",
     "ImageSourceError",
+    "NotPreparedError",
     "Source",
     "UNDECODED_EXTENSIONS",
     "decode_once",
@@ -69,6 +70,10 @@ VERSION = 3  # 2: EXIF orientation applied; 3: large JPEGs decoded reduced
 
 class ImageSourceError(real_samples.DatasetUnavailableError):
     """The images cannot be read: a missing path, no image in it, nothing decodable."""
+
+
+class NotPreparedError(ImageSourceError):
+    """A `tfds:` source whose dataset is not prepared in its data directory."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -501,7 +506,7 @@ class _TfdsReader:
         try:
             ds = self.builder.as_dataset(split=self.split, shuffle_files=False)
         except AssertionError:  # TFDS's word for "no prepared files there"
-            raise ImageSourceError(self.unprepared) from None
+            raise NotPreparedError(self.unprepared) from None
         except Exception as err:  # an unknown split
             raise ImageSourceError(f"config.data={self.spec!r}: {' '.join(str(err).split())[:200]}") from None
         splits = self.builder.info.splits

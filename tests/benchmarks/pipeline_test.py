@@ -17,7 +17,7 @@ class PipelineTest(tu.TestCase):
             "--batch_size=4",
             "--generator_width=16",
             "--discriminator_width=4",
-            "--photos=2",
+            "--photos=1",
             "--photo_size=16",
         )
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])

@@ -353,14 +353,14 @@ class DistributedTrainTest(tu.TestCase):
                     self.assertAllEqual(rows[name], one_process[:, 8 * index : 8 * index + 8])
 
     @parameterized.named_parameters(
-        ("fused_spectral_norm", "fused", 1, True, False),
-        ("alternating", "alternating", 1, False, False),
-        ("fused_accumulated", "fused", 2, False, False),
-        ("alternating_accumulated_chief_killed_and_rerun", "alternating", 2, False, True),
+        ("fused_spectral_norm_accumulated", "fused", 2, True, False),
+        ("alternating_chief_killed_and_rerun", "alternating", 1, False, True),
     )
     def test_two_local_workers_train_like_one_process(self, form, iter_size, spectral_norm, kill):
         """ring8's MLPs have no BatchNorm (whose statistics are per replica, so a G with it
-        trains on several replicas like iter_size micro-batches, not like one device)."""
+        trains on several replicas like iter_size micro-batches, not like one device). Two runs
+        of two processes each cover what four did: fused (after its alternating warm start) with
+        spectral norm and accumulation; alternating without, killed and rerun."""
         tmp = self.get_temp_dir()
         workdir = os.path.join(tmp, "run")
         steps = 40 if kill else 20

@@ -413,6 +413,7 @@ def reference_records(directory, own):
     seeds of the records `own`, each cut at the G updates of `own`'s schedule on its task where
     its own is longer: rows to compare with that are not trained again (e.g. the pure forms of a
     tracked 12,000-update grid beside a 4,000-update screen of schedules). Marked `reference`.
+    A row and seed that `own` trained itself is not taken from `directory`.
 
     Raises:
       ConfigError: `directory` holds no results.json.
@@ -421,6 +422,7 @@ def reference_records(directory, own):
     if not os.path.exists(path):
         raise ConfigError(f"--reference={directory} holds no results.json.")
     wanted = {(r["task"], r["loss"], r["seed"]) for r in own}
+    trained_here = {(r["task"], r["loss"], r["row"], r["seed"]) for r in own}
     steps = {}
     for r in own:
         steps[r["task"]] = max(steps.get(r["task"], 0), r["config"]["steps"])
@@ -428,6 +430,8 @@ def reference_records(directory, own):
     for r in files.read_json(path)["runs"]:
         if (r["task"], r["loss"], r["seed"]) not in wanted or r["status"] != "done":
             continue
+        if (r["task"], r["loss"], r["row"], r["seed"]) in trained_here:
+            continue  # this grid's own run of the row and seed (e.g. on this machine) is the one read
         history = [e for e in r["history"] if e["step"] <= steps[r["task"]]]
         if not history or history[-1]["step"] < steps[r["task"]]:
             continue  # shorter than the schedule compared with

@@ -243,6 +243,15 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn("FID <= 24.75 (1.1x alternating's mean final FID)", table)
         with self.assertRaisesRegex(fp_config.ConfigError, "holds no results.json"):
             quality.reference_records(out + "/nothing", screen)
+        # a row and seed this grid trained itself (alternating seed 0, here) is its own, not the reference's
+        run = quality.Run("mnist", "nonsaturating", "alternating", 0)
+        config = quality.make_config(run)
+        config.update(steps=1000, steps_per_epoch=500)
+        history = [entry(500, 100.0, fid=30.0, kid=0.1), entry(1000, 200.0, fid=15.0, kid=0.1)]
+        own = quality.record(run, config, {"steps": 1000, "train_seconds": 200.0}, history, 300.0)
+        references = quality.reference_records(tracked, [*screen, own])
+        self.assertNotIn("mnist-nonsaturating-alternating-s0", [r["id"] for r in references])
+        self.assertIn("mnist-nonsaturating-alternating-s1", [r["id"] for r in references])
 
     def test_a_warm_starts_updates_are_modelled_at_alternatings_seconds(self):
         seconds = quality.parse_seconds_per_update(["alternating=0.3", "fused=0.24"])

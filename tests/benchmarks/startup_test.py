@@ -10,8 +10,8 @@ class StartupTest(tu.TestCase):
         result = tu.run_benchmark(
             "startup.py",
             "--images=8",
-            "--size=16",
-            "--source_size=24",
+            "--size=8",
+            "--source_size=12",
             "--override=generator.width=16",
             "--override=discriminator.width=4",
             "--override=batch_size=4",

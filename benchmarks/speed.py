@@ -211,18 +211,18 @@ def build_config_step(form, config):
     """`timed_step` for `--config`: `(run(n), steps per round)` of the GAN that train.py builds
     from `config` with `form`, on one real batch of its data (a whole number of calls of
     `config.steps_per_execution` steps)."""
-    from tf_fusedprop.experiment import datasets, train_lib
+    from tf_fusedprop.experiment import train_lib
     from tf_fusedprop.experiment.config import ConfigError, validate
 
     config = config.copy_and_resolve_references()
     config.form = form
     try:
-        validate(config)
+        data = validate(config)
     except ConfigError as err:
         raise app.UsageError(f"--config with form {form!r}: {err}") from None
     keras.utils.set_random_seed(config.seed)
-    gan = train_lib.build_gan(config)
-    real = next(iter(datasets.prepare(config, evaluate=False).pipeline(config.seed)))
+    gan = train_lib.build_gan(config, network_inputs=data.network_inputs)
+    real = next(iter(data.pipeline(config.seed)))
     return _stepper(gan, real, config.steps_per_execution, config.jit_compile)
 
 

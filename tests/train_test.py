@@ -523,7 +523,11 @@ class OwnImagesTest(tu.TestCase):
             self.assertEqual(stats["features"].shape, (12, 3))  # the stand-in's 3 features of the 12 real images
         status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}", "--num=30")
         self.assertEqual((status, err), (0, ""))
-        self.assertRegex(out, r"^FID \(Inception, 30 samples\): [\d.]+.*; written to .*evaluation.json\n$")
+        # The run's images are opened once more (from the cache) for the shapes and the reference.
+        self.assertRegex(
+            out,
+            r"^Images: 16 from .*; reused from .*\.\nFID \(Inception, 30 samples\): [\d.]+.*; written to .*evaluation.json\n$",
+        )
         self.assertEqual(_read_json(os.path.join(workdir, "evaluation.json"))["samples"], 30)
 
     def test_a_tfds_dataset_under_tfds_mock_data(self):

@@ -10,7 +10,8 @@ import tensorflow_datasets as tfds
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import datasets, evaluators
+from tf_fusedprop.experiment import datasets, evaluators, image_files, real_samples
+from tf_fusedprop.experiment.config import validate
 
 # Dataset name -> a shipped config of it.
 CONFIGS = {
@@ -48,18 +49,17 @@ class SpecTest(tu.TestCase):
         ("grid25", (8, 2)),
     )
     def test_pipeline_batches_have_the_sample_shape(self, name, shape):
-        spec = datasets.get(name)
         config = tu.tiny_config(CONFIGS[name])
-        self.assertEqual((config.batch_size,) + spec.sample_shape(config), shape)
+        data = datasets.open_dataset(config)
+        self.assertEqual((config.batch_size,) + data.sample_shape, shape)
         with tfds.testing.mock_data(num_examples=16):
-            batch = next(iter(spec.pipeline(config, 0)))
+            batch = next(iter(data.pipeline(0)))
         self.assertEqual(batch.shape, shape)
         self.assertEqual(batch.dtype, tf.float32)
 
     @parameterized.parameters(("digits", (4, 16, 16, 1), 1), ("cifar10", (4, 32, 32, 3), 3), ("ring8", (4, 2), 3))
     def test_render_gives_an_image(self, name, samples_shape, channels):
-        spec = datasets.get(name)
-        image = spec.render(tu.tiny_config(CONFIGS[name]))(np.zeros(samples_shape, np.float32))
+        image = datasets.open_dataset(tu.tiny_config(CONFIGS[name])).render(np.zeros(samples_shape, np.float32))
         self.assertEqual(image.dtype, np.uint8)
         self.assertEqual((image.ndim, image.shape[-1]), (3, channels))
 
@@ -72,7 +72,7 @@ class SpecTest(tu.TestCase):
     def test_cifar10_offline_trains_without_fid_and_says_so_in_one_line(self):
         config = tu.tiny_config("cifar10_cnn_ns")
         self.assertEqual(config.inception_path, "auto")  # fetched by default; the suite's fetch fails (conftest)
-        evaluator, message = datasets.get("cifar10").evaluator(config)("unused")
+        evaluator, message = datasets.open_dataset(config).evaluation()("unused")
         self.assertIsNone(evaluator)
         self.assertRegex(
             message,
@@ -82,7 +82,7 @@ class SpecTest(tu.TestCase):
         )
         self.assertNotIn("\n", message)
         config.inception_path = None
-        evaluator, message = datasets.get("cifar10").evaluator(config)("unused")
+        evaluator, message = datasets.open_dataset(config).evaluation()("unused")
         self.assertEqual(
             (evaluator, message),
             (None, "FID/KID/IS off (config.inception_path=None); --config.inception_path=auto scores CIFAR-10."),
@@ -99,12 +99,12 @@ class SpecTest(tu.TestCase):
         config.update(image_size=8, batch_size=4, eval_real_samples=4, eval_samples=4)
         with tu.http_server(routes) as (url, requests):
             with mock.patch.dict(os.environ, {"TF_FUSEDPROP_INCEPTION_URL": f"{url}/inception/1"}):
-                evaluator, message = datasets.get("images").evaluator(config)(self.get_temp_dir())
+                evaluator, message = datasets.open_dataset(config).evaluation()(self.get_temp_dir())
                 self.assertIsInstance(evaluator, evaluators.ImageEvaluator)
                 self.assertIsNone(message)
                 self.assertEqual(requests, ["/inception/1?tf-hub-format=compressed"])
         with mock.patch.dict(os.environ, {"TF_FUSEDPROP_INCEPTION_URL": f"{url}/inception/1"}):  # server gone
-            evaluator, message = datasets.get("images").evaluator(config)(self.get_temp_dir())
+            evaluator, message = datasets.open_dataset(config).evaluation()(self.get_temp_dir())
         self.assertIsInstance(evaluator, evaluators.ImageEvaluator)
         self.assertLen(requests, 1)
 
@@ -112,7 +112,7 @@ class SpecTest(tu.TestCase):
         config = tu.tiny_config("cifar10_cnn_ns")
         config.inception_path = tu.closed_port_url("/x")  # As offline.
         with self.assertRaisesRegex(ValueError, r"which could not be downloaded: .*\(config.inception_path\)$"):
-            datasets.get("cifar10").evaluator(config)
+            datasets.open_dataset(config).evaluation()
 
     def test_your_images_come_prepared_from_their_folder_and_without_inception_train_unscored(self):
         folder = os.path.join(self.get_temp_dir(), "images")
@@ -122,12 +122,12 @@ class SpecTest(tu.TestCase):
             tf.io.write_file(os.path.join(folder, "sub", f"{i}.png"), tf.io.encode_png(image))
         config = tu.tiny_config("images", cache_dir=os.path.join(self.get_temp_dir(), "cache"))
         config.data, config.image_size, config.batch_size = folder, 8, 4
-        spec = datasets.get("images")
-        self.assertEqual(spec.sample_shape(config), (8, 8, 3))
-        batch = next(iter(spec.pipeline(config, 0))).numpy()
+        data = datasets.open_dataset(config)
+        self.assertEqual(data.sample_shape, (8, 8, 3))
+        batch = next(iter(data.pipeline(0))).numpy()
         self.assertEqual(batch.shape, (4, 8, 8, 3))
         self.assertAllClose(np.sort(batch[:, 0, 0, 0]), [60 * i / 127.5 - 1 for i in range(4)], atol=1e-6)
-        evaluator, message = spec.evaluator(config)("unused")
+        evaluator, message = data.evaluation()("unused")
         self.assertIsNone(evaluator)
         self.assertRegex(message, r"^FID/KID/IS off: .* To score your images, run once where .*\.$")
 
@@ -148,7 +148,7 @@ class SpecTest(tu.TestCase):
         config = tu.tiny_config("mnist")
         config.image_size = 16  # a classifier at 16 px trains in seconds
         cache_dir = self.get_temp_dir()
-        evaluator, message = datasets.get("mnist5k").evaluator(config)(cache_dir)
+        evaluator, message = datasets.open_dataset(config).evaluation()(cache_dir)
         self.assertRegex(message, r"^MNIST-5k classifier: 9\d\.\d% held-out accuracy \(trained now in ")
         self.assertEqual((evaluator.extractor.source, evaluator.label), ("mnist5k", "MNIST-5k classifier"))
         self.assertEqual(evaluator.real_features.shape, (5000, 128))
@@ -160,11 +160,47 @@ class SpecTest(tu.TestCase):
 
     @parameterized.parameters(("ring8", 8), ("grid25", 25))
     def test_mixtures_are_scored_by_mode_coverage(self, name, modes):
-        evaluator, message = datasets.get(name).evaluator(tu.tiny_config(name))("unused")
+        evaluator, message = datasets.open_dataset(tu.tiny_config(name)).evaluation()("unused")
         self.assertIsNone(message)
         self.assertIsInstance(evaluator, evaluators.MixtureEvaluator)
         self.assertLen(evaluator.centers, modes)
         self.assertEqual(evaluator.latents.shape, (20, 8))
+
+
+class OpenedOnceTest(tu.TestCase):
+    """One run's dataset is read once, and what validation read is what the run uses."""
+
+    def _config(self, **fields):
+        config = tu.tiny_config("images", cache_dir=os.path.join(self.get_temp_dir(), "cache"))
+        config.data = tu.image_folder(os.path.join(self.get_temp_dir(), "images"), count=8)
+        config.update({"image_size": 8, "batch_size": 4, **fields})
+        config.generator.width = config.discriminator.width = None  # from the data's image size
+        return config
+
+    def test_validation_reads_the_images_once_and_the_run_shares_them(self):
+        config = self._config()
+        with mock.patch.object(image_files, "decode_once", wraps=image_files.decode_once) as decode:
+            data = validate(config)
+            self.assertEqual(decode.call_count, 1)  # the builder arguments' check needed the sample shape
+            completed = datasets.completed(config, data)
+            self.assertIsNot(completed, config)  # widths filled in
+            again = validate(completed, data)
+            self.assertEqual((again.sample_shape, again.network_inputs[1]["input_shape"]), ((8, 8, 1), (8, 8, 1)))
+            next(iter(again.pipeline(0)))
+            again.evaluation()(self.get_temp_dir())
+            self.assertEqual(decode.call_count, 1)
+            self.assertIs(again.contents, data.contents)
+            other = self._config(image_size=16)  # other data: read for itself
+            self.assertEqual(validate(other, data).sample_shape, (16, 16, 1))
+            self.assertEqual(decode.call_count, 2)
+
+    def test_nothing_is_read_until_used(self):
+        with mock.patch.object(real_samples, "cifar10_decoded", side_effect=AssertionError("read")):
+            data = datasets.open_dataset(tu.tiny_config("cifar10_cnn_ns"))
+            self.assertEqual(data.sample_shape, (32, 32, 3))
+            self.assertLen(data.class_names, 10)
+            with self.assertRaisesRegex(AssertionError, "read"):
+                data.pipeline(0)
 
 
 class NetworkInputsTest(tu.TestCase):
@@ -179,7 +215,7 @@ class NetworkInputsTest(tu.TestCase):
         ),
     )
     def test_the_data_fix_the_builders_shape_arguments(self, name, expected):
-        self.assertEqual(datasets.network_inputs(tu.tiny_config(name)), expected)
+        self.assertEqual(datasets.open_dataset(tu.tiny_config(name)).network_inputs, expected)
 
 
 if __name__ == "__main__":

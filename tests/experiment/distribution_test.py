@@ -328,7 +328,7 @@ class DistributedTrainTest(tu.TestCase):
             "    config = tu.tiny_config(name); config.batch_size = 16\n"
             "    if name == 'images': config.update(data=sys.argv[2], cache_dir=sys.argv[3], image_size=8, mirror=True)\n"
             "    batches = iter(strategy.experimental_distribute_dataset(distribution.shard_by_data(\n"
-            "        datasets.get(config.dataset).pipeline(config, 7))))\n"
+            "        datasets.open_dataset(config).pipeline(7))))\n"
             "    rows[name] = np.stack([strategy.experimental_local_results(next(batches))[0] for _ in range(3)])\n"
             "np.savez(sys.argv[1], **rows)\n"
         )
@@ -347,7 +347,7 @@ class DistributedTrainTest(tu.TestCase):
             self.assertEqual(status, 0, output[-3000:])
         for name in ("digits", "ring8", "images"):
             config = tiny_config(name)
-            one_process = np.stack([b.numpy() for b in datasets.get(config.dataset).pipeline(config, 7).take(3)])
+            one_process = np.stack([b.numpy() for b in datasets.open_dataset(config).pipeline(7).take(3)])
             for index in range(2):
                 with np.load(os.path.join(tmp, f"rows{index}.npz")) as rows:
                     self.assertAllEqual(rows[name], one_process[:, 8 * index : 8 * index + 8])

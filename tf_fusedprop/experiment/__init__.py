@@ -11,8 +11,8 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | `features` | feature extractors (digits classifier, TF-GAN Inception) and cached reference statistics |
 | `downloads` | downloads that fail fast offline: reachability checks, SavedModels fetched once into a cache |
 | `evaluators` | a generator's score on fixed latents: FID/IS (digits: and KID) of images, mode coverage of mixtures |
-| `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and what the data fix in each network's builder arguments |
-| `config` | `validate(config)`: one check per field, then the checks between fields; `ConfigError` |
+| `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and `open_dataset(config)`: one run's data, read once and shared (`OpenedDataset`) |
+| `config` | `validate(config)`: one check per field, then the checks between fields and against the data; returns the opened dataset; `ConfigError` |
 | `workdir` | the run directory: default location, existing-run check, `config.json` |
 | `files` | the one atomic write (temporary name, then rename) and JSON |
 | `images` | sample grids and scatter plots rendered with numpy, written as PNG |

@@ -239,7 +239,7 @@ class RunCallbacks:
 
     @classmethod
     def create(cls, config, data, out, evaluator, checkpoint, initial_epoch):
-        """The callbacks of a run of `config` on its prepared `data` (`datasets.Prepared`),
+        """The callbacks of a run of `config` on its opened `data` (`datasets.OpenedDataset`),
         writing under `out`: throughput, evaluation by `evaluator` (if any), sample grids,
         TensorBoard scalars (with the config as text), and `checkpoint` last."""
         step = initial_epoch * schedule(config)[1]

@@ -371,10 +371,10 @@ def _image_size_fits_network(config):
     )
 
 
-def _classes_fit_dataset(config):
+def _classes_fit_dataset(config, data):
     if config.num_classes is None:
         return
-    names = datasets.class_names(config)
+    names = data.class_names
     classes = None if names is None else len(names)
     _check(
         classes is not None and config.num_classes == classes,
@@ -428,11 +428,11 @@ def _whole_executions(config):
     )
 
 
-def _builder_arguments(config):
+def _builder_arguments(config, data):
     """`config.generator` and `config.discriminator` are arguments of the network's builders
     that the data and config do not set already."""
     builders = fp_networks.get(config.network)
-    from_data = datasets.network_inputs(config)
+    from_data = data.network_inputs
     from_config = ({"latent_dim", "dtype", "num_classes"}, {"dtype", "num_classes"})
     for role, builder, fixed, extra in zip(("generator", "discriminator"), builders, from_data, from_config):
         parameters = set(inspect.signature(builder).parameters)
@@ -455,21 +455,34 @@ def _builder_arguments(config):
 RELATIONS = (
     _network_fits_dataset,
     _image_size_fits_network,
-    _classes_fit_dataset,
     _augment_needs_images,
     _batch_splits_into_micro_batches,
     _whole_epochs,
     _whole_executions,
-    _builder_arguments,
 )
 
+#: Checks of fields against the data (`check(config, data)`, `data` the run's
+#: `datasets.OpenedDataset`), in order, once the fields are valid.
+DATA_RELATIONS = (_classes_fit_dataset, _builder_arguments)
 
-def validate(config):
-    """Checks every field of a training config; see `configs/base.py` for their meaning.
+
+def validate(config, data=None):
+    """Checks every field of a training config, then the config against its data; see
+    `configs/base.py` for the fields' meaning.
+
+    Args:
+      config: the config.
+      data: a `datasets.OpenedDataset` of a config that reads the same data (`datasets.open_dataset`'s
+        `reuse`), or None; what it has read is not read again.
+
+    Returns:
+      The config's dataset (`datasets.OpenedDataset`), for the run to share: the checks against
+      the data read it (a user's images: decoded, or read from the decoded-once cache).
 
     Raises:
       ConfigError: the first problem found, in one line naming the field, the value received
         and what is accepted.
+      image_files.ImageSourceError: a user's images cannot be read.
     """
     missing = [key for key in FIELDS if key not in config]
     _check(not missing, f"the config lacks {', '.join(missing)}; build it on configs/base.py's get_base_config().")
@@ -485,3 +498,7 @@ def validate(config):
     gan_arguments(config)
     for check in RELATIONS:
         check(config)
+    data = datasets.open_dataset(config, reuse=data)
+    for check in DATA_RELATIONS:
+        check(config, data)
+    return data

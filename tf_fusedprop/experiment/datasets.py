@@ -1,7 +1,11 @@
-"""What each dataset name means to the harness: one `DatasetSpec` per name, looked up once.
+"""What each dataset name means to the harness: one `DatasetSpec` per name, and one
+`OpenedDataset` per run.
 
 A spec says all that `config` and `train_lib` need to know about a dataset, so that no other
-module branches on dataset names (`prepare(config)` is that knowledge for one run):
+module branches on dataset names. `open_dataset(config)` is that knowledge for one run: one
+object that reads the data once (a user's images decoded, or read from the decoded-once cache,
+on first use) and that validation (`config.validate`), the network builder and the evaluators
+share:
 
 | dataset | sample | classes | networks | extra config fields | evaluator | sample grid |
 |---|---|---|---|---|---|---|
@@ -14,7 +18,7 @@ module branches on dataset names (`prepare(config)` is that knowledge for one ru
 With `config.num_classes` set (a conditional GAN) the pipelines yield `(samples, labels)`.
 
 The networks' side is theirs (`tf_fusedprop.networks.facts`: image or vector, the builder
-arguments a sample shape fixes); `network_inputs(config)` gives those for a config.
+arguments a sample shape fixes); `OpenedDataset.network_inputs` gives those for a run.
 """
 
 import dataclasses
@@ -32,15 +36,13 @@ from tf_fusedprop.experiment import downloads, evaluators, features, image_files
 __all__ = [
     "AUTO_INCEPTION",
     "DatasetSpec",
-    "Prepared",
-    "class_names",
+    "OpenedDataset",
     "completed",
     "get",
     "grid_inputs",
     "inception_source",
     "names",
-    "network_inputs",
-    "prepare",
+    "open_dataset",
 ]
 
 
@@ -48,13 +50,16 @@ __all__ = [
 class DatasetSpec:
     """What a dataset name means to the harness.
 
+    Its callables take the run's `OpenedDataset` (`data`: its `config`, and its `contents`,
+    read on first use).
+
     Attributes:
       name: the dataset's name (`config.dataset`).
       fields: the config fields of this dataset only (`config.validate` checks them).
       image: True if it takes image networks, False for the vector network (mlp).
-      sample_shape: `config -> shape` of one sample.
-      pipeline: `(config, seed) -> tf.data.Dataset` of training batches.
-      evaluator: `config -> make`, called before anything is written (so that a bad
+      sample_shape: `data -> shape` of one sample.
+      pipeline: `(data, seed) -> tf.data.Dataset` of training batches.
+      evaluator: `data -> make`, called before anything is written (so that a bad
         Inception path fails fast); `make(cache_dir)` is called once the workdir exists and
         returns `(evaluator, message)`: the evaluator (`evaluators`) or None, and a line to
         print (or None).
@@ -63,7 +68,9 @@ class DatasetSpec:
         None for unlabelled data (or for data whose classes depend on the config: `class_names`).
       eval_samples: the generated samples its evaluation takes by default (the shipped
         configs'; `--mode=evaluate` of a run trained with `eval_samples=0` uses it).
-      class_names: `config -> [name, ...] or None`, the classes of data that the config names
+      read: `config -> contents`, what the dataset reads from disk once per run (a user's
+        images, decoded); None: nothing (data that `real_samples` holds in memory).
+      class_names: `data -> [name, ...] or None`, the classes of data that the config names
         (a user's class subfolders); None: `classes` numbered from 0.
     """
 
@@ -76,6 +83,7 @@ class DatasetSpec:
     render: Callable
     classes: int = None
     eval_samples: int = 1000
+    read: Callable = None
     class_names: Callable = None
 
 
@@ -118,7 +126,9 @@ def _digits_evaluator(source, label):
     what is printed): FID/KID/IS (and class accuracy) under a `features.DigitsClassifier`
     trained on that set."""
 
-    def evaluator(config):
+    def evaluator(data):
+        config = data.config
+
         def make(cache_dir):
             classifier = features.DigitsClassifier.load_or_train(
                 cache_dir, image_size=config.image_size, seed=0, source=source
@@ -152,9 +162,9 @@ def _digit_set(name, label, pipeline, eval_samples):
         name=name,
         fields=("image_size",),
         image=True,
-        sample_shape=lambda config: (config.image_size, config.image_size, 1),
-        pipeline=lambda config, seed: pipeline(
-            config.batch_size, image_size=config.image_size, seed=seed, labels=_labelled(config)
+        sample_shape=lambda data: (data.config.image_size, data.config.image_size, 1),
+        pipeline=lambda data, seed: pipeline(
+            data.config.batch_size, image_size=data.config.image_size, seed=seed, labels=_labelled(data.config)
         ),
         evaluator=_digits_evaluator(name, label),
         render=_image_grid,
@@ -218,8 +228,10 @@ def _cifar10_decoded(config):
     return real_samples.cifar10_decoded("train", config.data_dir, cache_dir=config.cache_dir)
 
 
-def _decoded_pipeline(decoded, config, seed, mirror=False):
-    """The training pipeline of `image_files.DecodedImages` (with labels for a conditional GAN)."""
+def _decoded_pipeline(data, seed, mirror=False):
+    """The training pipeline of a dataset whose contents are `image_files.DecodedImages`
+    (with labels for a conditional GAN)."""
+    decoded, config = data.contents, data.config
     labels = decoded.labels if _labelled(config) else None
     return real_samples.uint8_images(decoded.images, config.batch_size, seed=seed, mirror=mirror, labels=labels)
 
@@ -230,14 +242,15 @@ def _spread_sample(images, n):
     return real_samples.from_uint8(images[chosen])
 
 
-def _inception_evaluator(what, decoded, data_key, kid=False):
+def _inception_evaluator(what, data_key, kid=False):
     """The evaluator factory of FID/IS (with `kid`, KID too) under TF-GAN's Inception
-    (`config.inception_path`) against `config.eval_real_samples` of the images of
-    `decoded(config)` (an `image_files.DecodedImages`, spread evenly over it),
+    (`config.inception_path`) against `config.eval_real_samples` of the dataset's images
+    (its contents, an `image_files.DecodedImages`, spread evenly over it),
     whose reference statistics (and, for KID, up to 1,000 rows of their features) are cached
-    under `data_key(config)`; without the module, a line says how to turn it on."""
+    under `data_key(data)`; without the module, a line says how to turn it on."""
 
-    def evaluator(config):
+    def evaluator(data):
+        config = data.config
         inception, off = _load_inception(config, what)
 
         def make(cache_dir):
@@ -245,9 +258,9 @@ def _inception_evaluator(what, decoded, data_key, kid=False):
                 return None, off
             key = hashlib.sha1(os.path.abspath(inception.path).encode()).hexdigest()[:8]
             kept = 1000 if kid else 0
-            name = f"{data_key(config)}{config.eval_real_samples}_inception{key}{'_kid' if kid else ''}_stats.npz"
+            name = f"{data_key(data)}{config.eval_real_samples}_inception{key}{'_kid' if kid else ''}_stats.npz"
             cache = os.path.join(cache_dir, name)
-            real = None if os.path.exists(cache) else _spread_sample(decoded(config).images, config.eval_real_samples)
+            real = None if os.path.exists(cache) else _spread_sample(data.contents.images, config.eval_real_samples)
             reference = features.reference_statistics(inception, real, cache, batch_size=100, keep_features=kept)
             evaluator = evaluators.ImageEvaluator(
                 inception,
@@ -264,19 +277,17 @@ def _inception_evaluator(what, decoded, data_key, kid=False):
     return evaluator
 
 
-_cifar10_evaluator = _inception_evaluator("CIFAR-10", _cifar10_decoded, lambda config: "cifar10_train")
-
-
 CIFAR10 = DatasetSpec(
     name="cifar10",
     fields=("data_dir", "inception_path", "eval_real_samples"),
     image=True,
-    sample_shape=lambda config: (32, 32, 3),
-    pipeline=lambda config, seed: _decoded_pipeline(_cifar10_decoded(config), config, seed),
-    evaluator=_cifar10_evaluator,
+    sample_shape=lambda data: (32, 32, 3),
+    pipeline=_decoded_pipeline,
+    evaluator=_inception_evaluator("CIFAR-10", lambda data: "cifar10_train"),
     render=_image_grid,
     classes=10,
     eval_samples=10_000,  # the FusedProp paper's Table 2
+    read=_cifar10_decoded,
 )
 
 
@@ -288,8 +299,8 @@ CIFAR10 = DatasetSpec(
 def _mixture(name, pipeline):
     centers, std = real_samples.mixture_spec(name)
 
-    def evaluator(config):
-        return lambda cache_dir: (evaluators.MixtureEvaluator(centers, std, _evaluation_latents(config)), None)
+    def evaluator(data):
+        return lambda cache_dir: (evaluators.MixtureEvaluator(centers, std, _evaluation_latents(data.config)), None)
 
     def render(config):
         extent = float(np.abs(centers).max()) * 1.25 + 0.5
@@ -299,8 +310,8 @@ def _mixture(name, pipeline):
         name=name,
         fields=(),
         image=False,
-        sample_shape=lambda config: (2,),
-        pipeline=lambda config, seed: pipeline(config.batch_size, seed=seed),
+        sample_shape=lambda data: (2,),
+        pipeline=lambda data, seed: pipeline(data.config.batch_size, seed=seed),
         evaluator=evaluator,
         render=render,
         eval_samples=2_500,  # Metz et al. 2017
@@ -317,27 +328,23 @@ GRID25 = _mixture("grid25", real_samples.grid25)
 
 def _user_images(config):
     """The `image_files.DecodedImages` images of `config.data` (a folder, a zip or `tfds:NAME[:SPLIT]`
-    in `config.data_dir`) at `config.image_size` (decoded once, into the user cache; memoized in
-    this process).
+    in `config.data_dir`) at `config.image_size` (decoded once, into the user cache), with a line
+    saying what they are.
 
     Raises:
       image_files.ImageSourceError: no decodable image, or fewer than one batch.
     """
     cache_dir = config.cache_dir or downloads.user_cache_dir()
-    prepared = _prepare_user_images(config.data, config.image_size, cache_dir, config.channels, config.data_dir)
-    if len(prepared.images) < config.batch_size:
+    decoded = image_files.decode_once(
+        config.data, config.image_size, cache_dir, channels=config.channels, data_dir=config.data_dir, log=print
+    )
+    print(decoded.describe(config.data), flush=True)
+    if len(decoded.images) < config.batch_size:
         raise image_files.ImageSourceError(
-            f"config.data={config.data!r} holds {len(prepared.images)} decodable images, fewer than one batch "
+            f"config.data={config.data!r} holds {len(decoded.images)} decodable images, fewer than one batch "
             f"(config.batch_size={config.batch_size}): add images or lower the batch size."
         )
-    return prepared
-
-
-@functools.lru_cache(maxsize=4)
-def _prepare_user_images(path, image_size, cache_dir, channels, data_dir):
-    prepared = image_files.decode_once(path, image_size, cache_dir, channels=channels, data_dir=data_dir, log=print)
-    print(prepared.describe(path), flush=True)
-    return prepared
+    return decoded
 
 
 IMAGES = DatasetSpec(
@@ -353,17 +360,15 @@ IMAGES = DatasetSpec(
         "eval_real_samples",
     ),
     image=True,
-    sample_shape=lambda config: _user_images(config).images.shape[1:],
-    pipeline=lambda config, seed: _decoded_pipeline(_user_images(config), config, seed, mirror=config.mirror),
+    sample_shape=lambda data: data.contents.images.shape[1:],
+    pipeline=lambda data, seed: _decoded_pipeline(data, seed, mirror=data.config.mirror),
     evaluator=_inception_evaluator(
-        "your images",
-        _user_images,
-        lambda config: os.path.basename(_user_images(config).cache_path) + "_real",
-        kid=True,
+        "your images", lambda data: os.path.basename(data.contents.cache_path) + "_real", kid=True
     ),
     render=_image_grid,
     eval_samples=5_000,
-    class_names=lambda config: _user_images(config).class_names,
+    read=_user_images,
+    class_names=lambda data: data.contents.class_names,
 )
 
 _REGISTRY = {
@@ -371,41 +376,36 @@ _REGISTRY = {
 }
 
 
-def class_names(config):
-    """The names of the classes of `config`'s data (`DatasetSpec.class_names`, else its
-    `classes` numbered "0", "1", ...), or None for unlabelled data."""
-    spec = get(config.dataset)
-    if spec.class_names is not None:
-        return spec.class_names(config)
-    return None if spec.classes is None else [str(i) for i in range(spec.classes)]
-
-
-def completed(config):
+def completed(config, data=None):
     """`config` with what its data decide filled in: network widths left None, from the image
     side (`networks.Network.default_widths`); with `conditional` set (a user's images),
     `num_classes` from the data's classes. A config with nothing to fill is returned as it is.
 
+    Args:
+      config: a valid config.
+      data: its `OpenedDataset`; None opens it.
+
     Raises:
       image_files.ImageSourceError: `conditional` on data without classes.
     """
+    data = data or open_dataset(config)
     widths = fp_networks.facts(config.network).default_widths
     unset = [role for role in ("generator", "discriminator") if config[role].get("width", 0) is None]
     if widths is not None and unset:
         config = config.copy_and_resolve_references()
-        chosen = dict(zip(("generator", "discriminator"), widths(get(config.dataset).sample_shape(config)[0])))
+        chosen = dict(zip(("generator", "discriminator"), widths(data.sample_shape[0])))
         for role in unset:
             config[role].width = chosen[role]
     if not config.get("conditional") or config.num_classes is not None:
         return config
-    names = class_names(config)
-    if not names:
+    if not data.class_names:
         raise image_files.ImageSourceError(
             f"config.conditional=True takes the classes from the first level of subfolders (or a TFDS label "
             f"feature); config.data={config.data!r} has images at its top level: put each class in its own "
             "folder, or set --config.conditional=False."
         )
     config = config.copy_and_resolve_references()
-    config.num_classes = len(names)
+    config.num_classes = len(data.class_names)
     return config
 
 
@@ -423,51 +423,97 @@ def get(name):
     return _checks.registered(_REGISTRY, "dataset", name)
 
 
-def network_inputs(config):
-    """`(generator kwargs, discriminator kwargs)` that `config`'s data fix for its network."""
-    return fp_networks.facts(config.network).inputs(get(config.dataset).sample_shape(config))
-
-
 # --------------------------------------------------------------------------------------------
-# One dataset, prepared for one run
+# One dataset, opened for one run
 # --------------------------------------------------------------------------------------------
 
+_UNREAD = object()
 
-@dataclasses.dataclass
-class Prepared:
-    """What a run needs of its dataset, from one look at the config (`prepare`).
+#: Config fields besides a dataset's own (`DatasetSpec.fields`) that what it reads depends on.
+_READ_FIELDS = ("dataset", "cache_dir", "batch_size")
+
+
+class OpenedDataset:
+    """One run's dataset (`open_dataset`): read from disk at most once, on first use, and shared
+    by validation, the network builder, the training pipeline and the evaluators.
 
     Attributes:
       spec: the `DatasetSpec`.
-      pipeline: `seed -> tf.data.Dataset` of training batches.
-      make_evaluator: `cache_dir -> (evaluator or None, message or None)` (see `DatasetSpec`).
-      render: the sample-grid renderer.
-      grid_inputs: `(latents, labels)` of the sample grid (`grid_inputs`).
-      network_inputs: the builders' arguments that the data fix (`network_inputs`).
+      config: the config it was opened for.
     """
 
-    spec: DatasetSpec
-    pipeline: Callable
-    make_evaluator: Callable
-    render: Callable
-    grid_inputs: tuple
-    network_inputs: tuple
+    def __init__(self, config, reuse=None):
+        self.spec = get(config.dataset)
+        self.config = config
+        same = reuse is not None and all(
+            reuse.config.get(key) == config.get(key) for key in _READ_FIELDS + self.spec.fields
+        )
+        self._contents = reuse._contents if same else _UNREAD
+
+    @property
+    def contents(self):
+        """What the dataset read (`DatasetSpec.read`: a user's images, decoded), read now if not yet.
+
+        Raises:
+          image_files.ImageSourceError, real_samples.DatasetUnavailableError: the data cannot be read.
+        """
+        if self._contents is _UNREAD:
+            self._contents = None if self.spec.read is None else self.spec.read(self.config)
+        return self._contents
+
+    @functools.cached_property
+    def sample_shape(self):
+        """The shape of one sample."""
+        return tuple(self.spec.sample_shape(self))
+
+    @functools.cached_property
+    def class_names(self):
+        """The names of the classes of the data (`DatasetSpec.class_names`, else its `classes`
+        numbered "0", "1", ...), or None for unlabelled data."""
+        if self.spec.class_names is not None:
+            return self.spec.class_names(self)
+        return None if self.spec.classes is None else [str(i) for i in range(self.spec.classes)]
+
+    @property
+    def network_inputs(self):
+        """`(generator kwargs, discriminator kwargs)` that the data fix for the config's network."""
+        return fp_networks.facts(self.config.network).inputs(self.sample_shape)
+
+    @property
+    def grid_inputs(self):
+        """`(latents, labels)` of the run's sample grid (`grid_inputs`)."""
+        return grid_inputs(self.config)
+
+    @property
+    def render(self):
+        """The sample-grid renderer of `callbacks.SampleGrid`."""
+        return self.spec.render(self.config)
+
+    def pipeline(self, seed):
+        """The `tf.data.Dataset` of training batches, shuffled by `seed`."""
+        return self.spec.pipeline(self, seed)
+
+    def evaluation(self, enabled=True):
+        """`make(cache_dir) -> (evaluator or None, message or None)` (see `DatasetSpec`); what bad
+        input breaks (an Inception path that is neither local nor downloadable) fails here,
+        before anything is written. Not `enabled` (or without `config.eval_samples`): it makes none.
+
+        Raises:
+          tf_fusedprop.experiment.features.InceptionModuleUnavailableError: bad `config.inception_path`.
+        """
+        if not enabled or not self.config.eval_samples:
+            return lambda cache_dir: (None, None)
+        return self.spec.evaluator(self)
 
 
-def prepare(config, evaluate=True):
-    """The dataset of `config`, prepared: what bad input breaks (a CIFAR-10 Inception path that
-    is neither local nor downloadable) fails here, before anything is written. Without
-    `evaluate` (or `config.eval_samples`), `make_evaluator` makes none.
+def open_dataset(config, reuse=None):
+    """The dataset of a config whose fields are valid, as one `OpenedDataset` (nothing is read
+    until used).
 
-    Raises:
-      tf_fusedprop.experiment.features.InceptionModuleUnavailableError: bad `config.inception_path`.
+    Args:
+      config: the config (its dataset's fields valid: `config.validate` checks them first).
+      reuse: an `OpenedDataset` opened for a config that reads the same data (the same dataset
+        fields, e.g. the config before `completed` filled in widths and classes): what it has
+        read is not read again.
     """
-    spec = get(config.dataset)
-    return Prepared(
-        spec=spec,
-        pipeline=functools.partial(spec.pipeline, config),
-        make_evaluator=spec.evaluator(config) if evaluate and config.eval_samples else (lambda cache_dir: (None, None)),
-        render=spec.render(config),
-        grid_inputs=grid_inputs(config),
-        network_inputs=network_inputs(config),
-    )
+    return OpenedDataset(config, reuse)

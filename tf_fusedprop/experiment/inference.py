@@ -24,11 +24,12 @@ SAMPLES = 3
 
 
 class Restored:
-    """A run restored from its workdir: `config`, `gan` (its last checkpoint) and `checkpoint`
-    (the checkpoint's metadata: epoch, steps, weights file)."""
+    """A run restored from its workdir: `config`, `gan` (its last checkpoint), `checkpoint`
+    (the checkpoint's metadata: epoch, steps, weights file) and `data` (its dataset,
+    `datasets.OpenedDataset`)."""
 
-    def __init__(self, config, gan, checkpoint):
-        self.config, self.gan, self.checkpoint = config, gan, checkpoint
+    def __init__(self, config, gan, checkpoint, data):
+        self.config, self.gan, self.checkpoint, self.data = config, gan, checkpoint, data
 
     @property
     def weights(self):
@@ -49,9 +50,10 @@ def restore(workdir):
     checkpoint = callbacks.BackupAndRestore(os.path.join(workdir, "backup"))
     if checkpoint.metadata() is None:
         raise ConfigError(f"the run in {workdir} has no checkpoint yet (none is written before its first epoch ends).")
-    gan = train_lib.build_gan(config)
+    data = datasets.open_dataset(config)
+    gan = train_lib.build_gan(config, network_inputs=data.network_inputs)
     checkpoint.restore(gan)
-    return Restored(config, gan, checkpoint.metadata())
+    return Restored(config, gan, checkpoint.metadata(), data)
 
 
 def class_label(workdir, config, name):
@@ -100,7 +102,7 @@ def sample(workdir, num=1000, class_name=None):
     files.atomic_write(npz, write)
     png = os.path.join(workdir, f"samples-{num}{suffix}.png")
     shown = samples if samples.ndim == 2 else samples[:100]  # a scatter plot shows them all
-    pictures.write_png(png, datasets.prepare(config, evaluate=False).render(shown))
+    pictures.write_png(png, run.data.render(shown))
     return npz, png, run
 
 
@@ -126,7 +128,7 @@ def evaluate(workdir, num=None):
     if config.eval_samples < 2:
         raise ConfigError(f"--num must be at least 2 samples to evaluate; received --num={num}.")
     cache_dir = config.cache_dir or downloads.user_cache_dir()
-    evaluator, note = datasets.prepare(config).make_evaluator(cache_dir)
+    evaluator, note = datasets.open_dataset(config, reuse=run.data).evaluation()(cache_dir)
     if evaluator is None:
         raise ConfigError(f"nothing to evaluate the run in {workdir} with: {note}")
     metrics = {key: float(value) for key, value in evaluator(run.gan.sampling_generator).items()}

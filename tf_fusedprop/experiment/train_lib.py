@@ -1,9 +1,10 @@
 """The training job behind `train.py`, as a testable function: `train(config, workdir)`.
 
 `train` reads as a straight line in which the config visits each part once: `config.validate`
-(`ConfigError`, one line, before anything is built), `distribution.check_run` (does it fit the
-strategy), `workdir.find` (the run directory, finished or not), `datasets.prepare` (pipeline,
-evaluator, renderer), `build_gan` (the networks and `FusedPropGAN`, its arguments from
+(`ConfigError`, one line, before anything is built; it opens the run's dataset, a
+`datasets.OpenedDataset` that the rest shares: pipeline, evaluator, renderer, the networks'
+shapes), `distribution.check_run` (does it fit the strategy), `workdir.find` (the run
+directory, finished or not), `build_gan` (the networks and `FusedPropGAN`, its arguments from
 `config.gan_arguments`), `callbacks.RunCallbacks.create`; then it restores the last checkpoint
 if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 
@@ -109,8 +110,9 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     Raises:
       ConfigError: invalid config, unwritable workdir, a workdir holding another run, a batch
         or model that does not fit the strategy (`distribution.check_run`).
-      data.DatasetUnavailableError: CIFAR-10 is neither prepared nor downloadable.
+      real_samples.DatasetUnavailableError: CIFAR-10 is neither prepared nor downloadable.
       features.InceptionModuleUnavailableError: bad `config.inception_path`.
+      image_files.ImageSourceError: a user's images cannot be read.
       divergence.TrainingDivergedError: a loss or gradient became non-finite; the last good
         checkpoint is kept.
       interrupt.TrainingInterrupted: Ctrl-C during training; the last checkpoint is kept.
@@ -120,24 +122,24 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     fitted = None
     if overridden is not None and "steps_per_execution" not in overridden:
         config, fitted = fit_steps_per_execution(config)
-    validate(config)
-    completed = datasets.completed(config)  # a user's conditional images: num_classes from the data
+    data = validate(config)
+    completed = datasets.completed(config, data)  # a user's conditional images: num_classes from the data
     if completed is not config:
         config = completed
-        validate(config)
+        data = validate(config, data)
     distribution.check_run(config, workdir, strategy)
     run = fp_workdir.find(config, workdir, runs_root)
     if run.summary is not None:
         _print(f"Run already complete: {run.summary_path}")
         return run.summary
-    data = datasets.prepare(config, evaluate=distribution.is_chief(strategy))
+    make_evaluator = data.evaluation(enabled=distribution.is_chief(strategy))
     checkpoint = callbacks.BackupAndRestore(run.backup_dir)
     pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
     with distribution.output_dir(run.path, strategy) as out, _kept_weight_gradients(out):
         rerun_changes = run.start(out, checkpoint.metadata())
         if config.num_classes is not None:
-            files.write_json(os.path.join(out, "classes.json"), datasets.class_names(config))
-        evaluator, note = data.make_evaluator(run.cache_dir)
+            files.write_json(os.path.join(out, "classes.json"), data.class_names)
+        evaluator, note = make_evaluator(run.cache_dir)
         gan, precision, initial_epoch = _build(config, data, strategy, checkpoint)
         # Other workers run the chief's callbacks (the same variable reads), writing under `out`.
         saving = checkpoint if out == run.path else callbacks.BackupAndRestore(os.path.join(out, "backup"))
@@ -248,15 +250,15 @@ def build_gan(config, precision=None, network_inputs=None):
       config: a valid config.
       precision: a `precision.Precision`; None chooses from `config.mixed_precision`. Under
         `mixed_float16` both optimizers are wrapped in one-scale `LossScaleOptimizer`s.
-      network_inputs: the builders' arguments that the data fix (`datasets.network_inputs`);
-        None reads them from the config.
+      network_inputs: the builders' arguments that the data fix (`datasets.OpenedDataset.network_inputs`);
+        None opens the config's dataset for them.
 
     Raises:
       ConfigError: a network builder refused the config's arguments.
     """
     precision = precision or fp_precision.choose(config.mixed_precision)
     g_fn, d_fn = fp_networks.get(config.network)
-    g_data, d_data = network_inputs or datasets.network_inputs(config)
+    g_data, d_data = network_inputs or datasets.open_dataset(config).network_inputs
     conditional = {} if config.num_classes is None else {"num_classes": config.num_classes}
     dtype = precision.layer_dtype
     try:

@@ -350,7 +350,7 @@ def _write(reader, images, image_size, channels, directory):
     with open(raw, "wb") as f:
         for image, label in images:
             gray = gray and image.shape[-1] == 1
-            f.write(np.round(_channels(image, 3)).astype(np.uint8).tobytes())
+            f.write(np.round(_with_channels(image, 3)).astype(np.uint8).tobytes())
             labels.append(label)
             count += 1
     if not count:
@@ -362,7 +362,7 @@ def _write(reader, images, image_size, channels, directory):
     else:
         with open(os.path.join(directory, "images.u8"), "wb") as f:
             for start in range(0, count, 256):
-                luma = _channels(rgb[start : start + 256].astype(np.float32), 1)
+                luma = _with_channels(rgb[start : start + 256].astype(np.float32), 1)
                 f.write(np.round(luma).astype(np.uint8).tobytes())
         del rgb
         os.remove(raw)
@@ -394,7 +394,7 @@ def is_tfds(path):
     return isinstance(path, str) and path.startswith("tfds:")
 
 
-def _channels(image, channels):
+def _with_channels(image, channels):
     if image.shape[-1] == channels:
         return image
     if channels == 3:

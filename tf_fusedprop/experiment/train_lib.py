@@ -134,6 +134,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         return run.summary
     make_evaluator = data.evaluation(enabled=distribution.is_chief(strategy))
     checkpoint = callbacks.BackupAndRestore(run.backup_dir)
+    _clear_global_seed()
     pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
     with distribution.output_dir(run.path, strategy) as out, _kept_weight_gradients(out):
         rerun_changes = run.start(out, checkpoint.metadata())
@@ -153,6 +154,19 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
             )
         except KeyboardInterrupt:
             raise _interruption(gan, saving, out, trained=True) from None
+
+
+def _clear_global_seed():
+    """Leaves TensorFlow's global seed unset, as in a fresh process.
+
+    tf.data combines a shuffle's own seed with the global one when the dataset is made, so
+    without this a run's data order would depend on what ran before it in the process (the
+    seed of the previous run, or of a classifier trained for the metrics): two runs of one
+    config in one process (`benchmarks/quality.py` trains its grid in one) would differ, and a
+    run resumed in a fresh process would read another order than it started with. Unset, the
+    order is the one `train.py` always had. `_build` seeds everything else afterwards.
+    """
+    tf.random.set_seed(None)
 
 
 @contextlib.contextmanager

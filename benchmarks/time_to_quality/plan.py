@@ -159,10 +159,15 @@ def distinct(runs):
 
 
 def _comparable(config_values):
-    """A config as JSON values, less what does not change training: where the cache is, and
-    the forms Lookahead applies to (kept as whether it applies to this run's form), and a warm
-    start of alternating before alternating."""
-    values = {key: value for key, value in with_added_fields(config_values).items() if key != "cache_dir"}
+    """A config as JSON values, less what does not change training: where the cache is, how
+    many steps one call runs (`steps_per_execution`: the periodic mixes set it to 1), the forms
+    Lookahead applies to (kept as whether it applies to this run's form), and a warm start of
+    alternating before alternating."""
+    values = {
+        key: value
+        for key, value in with_added_fields(config_values).items()
+        if key not in ("cache_dir", "steps_per_execution")
+    }
     if values.get("form") == "alternating":  # alternating mixed with alternating is alternating
         values["warmup"] = values["alternate_every"] = 0
     lookahead = values.get("lookahead")

@@ -162,7 +162,7 @@ def _comparable(config_values):
     """A config as JSON values, less what does not change training: where the cache is, how
     many steps one call runs (`steps_per_execution`: the periodic mixes set it to 1), the forms
     Lookahead applies to (kept as whether it applies to this run's form), and a warm start of
-    alternating before alternating."""
+    alternating before alternating (with its change of G's rate: none without a warm start)."""
     values = {
         key: value
         for key, value in with_added_fields(config_values).items()
@@ -170,6 +170,8 @@ def _comparable(config_values):
     }
     if values.get("form") == "alternating":  # alternating mixed with alternating is alternating
         values["warmup"] = values["alternate_every"] = 0
+    if not values.get("warmup"):
+        values["warmup_g_lr_scale"] = 1.0
     lookahead = values.get("lookahead")
     if isinstance(lookahead, dict) and "forms" in lookahead:
         applies = lookahead_applies(values.get("form"), lookahead)

@@ -97,22 +97,31 @@ class PlanTest(tu.TestCase):
     def test_a_stabilizer_that_leaves_a_runs_effective_config_unchanged_makes_no_run(self):
         runs = [
             quality.Run("grid25", "nonsaturating", form, 0, stabilizer)
-            for stabilizer in ("defaults", "lookahead_everywhere", "no_ema", "warmup250", "alternate_every4")
+            for stabilizer in (
+                "defaults",
+                "lookahead_everywhere",
+                "no_ema",
+                "warmup250",
+                "alternate_every4",
+                "warmup500_g_lr_x1.5",
+            )
             for form in ("alternating", "fused")
         ]
         kept, left_out = quality.distinct([(run, quality.make_config(run)) for run in runs])
         # grid25 gives Lookahead to fused already: "everywhere" changes alternating's run only; a
-        # warm start of alternating, or a periodic mix (steps_per_execution=1 for it: how many
-        # steps one call runs, not what is trained), changes fused's only.
+        # warm start of alternating (G's rate changed after it too), or a periodic mix
+        # (steps_per_execution=1 for it: how many steps one call runs, not what is trained),
+        # changes fused's only.
         self.assertEqual(
             left_out,
             [
                 "grid25-nonsaturating-fused+lookahead_everywhere-s0",
                 "grid25-nonsaturating-alternating+warmup250-s0",
                 "grid25-nonsaturating-alternating+alternate_every4-s0",
+                "grid25-nonsaturating-alternating+warmup500_g_lr_x1.5-s0",
             ],
         )
-        self.assertLen(kept, 7)
+        self.assertLen(kept, 8)
 
     def test_bad_overrides_are_config_errors(self):
         run = quality.Run("ring8", "nonsaturating", "fused", 0)

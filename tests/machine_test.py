@@ -35,7 +35,18 @@ class MachineTest(tu.TestCase):
         self.assertEqual(facts["tf_fusedprop"], tf_fusedprop.__version__)
         self.assertEqual(facts["cpu"], machine.cpu_model())
         self.assertGreaterEqual(facts["cores"], 1)
-        self.assertEqual(facts["onednn"], os.environ.get("TF_ENABLE_ONEDNN_OPTS", ""))  # conftest sets it first
+        self.assertEqual(facts["onednn"], "1")  # conftest turns it on before TensorFlow loads
+
+    def test_onednn_is_keyed_by_whether_it_runs_not_by_how_the_environment_spells_it(self):
+        # Unset on a CPU where TensorFlow's default is on (AVX512_BF16, AMX) is the same machine
+        # state as "1": both must find the same timed choices.
+        from tensorflow.python.util import _pywrap_util_port
+
+        for running, expected in ((True, "1"), (False, "0")):
+            with mock.patch.object(_pywrap_util_port, "IsMklEnabled", return_value=running):
+                for spelled in ("", "1", "0"):
+                    with mock.patch.object(machine, "_ONEDNN_AT_IMPORT", spelled):
+                        self.assertEqual(machine.fingerprint()["onednn"], expected)
 
     def test_the_key_is_stable_and_changes_with_any_fact(self):
         facts = machine.fingerprint()

@@ -16,10 +16,23 @@ import os
 
 from tf_fusedprop import precision
 
-__all__ = ["cores", "cpu_model", "fingerprint", "fingerprint_key", "user_cache_dir"]
+__all__ = ["cores", "cpu_model", "fingerprint", "fingerprint_key", "onednn_on", "user_cache_dir"]
 
 # TensorFlow reads the switch once, when it is imported; the package imports it first thing.
 _ONEDNN_AT_IMPORT = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")
+
+
+def onednn_on():
+    """ "1" if TensorFlow runs oneDNN's kernels in this process, else "0": `TF_ENABLE_ONEDNN_OPTS`
+    as TensorFlow read it, or unset, TensorFlow's default for this CPU (on where it has
+    AVX512_VNNI, AVX512_BF16 or AMX, off on AVX2-only CPUs). The setting written in the
+    environment where TensorFlow does not say (another build): "" when unset."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:
+        return _ONEDNN_AT_IMPORT
+    enabled = getattr(_pywrap_util_port, "IsMklEnabled", None)
+    return _ONEDNN_AT_IMPORT if enabled is None else ("1" if enabled() else "0")
 
 
 def user_cache_dir():
@@ -65,7 +78,7 @@ def fingerprint():
         "cores": cores(),
         "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "tensorflow": tf.__version__,
-        "onednn": _ONEDNN_AT_IMPORT,
+        "onednn": onednn_on(),
         "tf_fusedprop": tf_fusedprop.__version__,
     }
 

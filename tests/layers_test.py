@@ -9,8 +9,9 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
+import tf_fusedprop as fp
 from tests import testing_utils as tu
-from tf_fusedprop import layers, ops
+from tf_fusedprop import layers, machine, ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -104,27 +105,39 @@ for penalty in ({{}}, {{"regularizers": [fp.R1(1.0)]}}, {{"regularizers": [fp.Gr
     tf.function(gan.train_step)(tf.random.uniform((8,) + tu.IMAGE, -1, 1))
 """
 
+
+def dilated_differences():
+    """`(dtype, form, difference)` of a D with a dilated, spectrally normalized convolution:
+    the inverse forms' gradients against simultaneous descent's, eager and traced, in float32
+    and float64."""
+    rows = []
+    for dtype in ("float32", "float64"):
+        keras.utils.set_random_seed(0)
+        discriminator = keras.Sequential(
+            [
+                keras.Input(tu.IMAGE, dtype=dtype),
+                layers.Conv2D(4, 3, dilation_rate=2, padding="same", spectral_norm=True, dtype=dtype),
+                keras.layers.LeakyReLU(0.1, dtype=dtype),
+                keras.layers.Flatten(dtype=dtype),
+                layers.Dense(1, dtype=dtype),
+            ]
+        )
+        generator = tu.tiny_generator(dtype)
+        real, z = tu.tiny_batch(dtype=dtype)
+        state = tu.StateSnapshot(generator, discriminator)
+        d_ref, g_ref = fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", "simultaneous")
+        for form in ("inverse", "adaptive"):
+            for run in (fp.compute_gradients, tf.function(fp.compute_gradients)):
+                state.restore()
+                d, g = run(generator, discriminator, real, z, "nonsaturating", form)
+                rows.append((dtype, form, tu.max_relative_difference(list(d) + list(g), list(d_ref) + list(g_ref))))
+    return rows
+
+
 DILATED_SCRIPT = """
-import sys
-import keras, numpy as np, tensorflow as tf
-import tf_fusedprop as fp
-from tests import testing_utils as tu
-for dtype in ("float32", "float64"):
-    keras.utils.set_random_seed(0)
-    discriminator = keras.Sequential([
-        keras.Input(tu.IMAGE, dtype=dtype),
-        fp.layers.Conv2D(4, 3, dilation_rate=2, padding="same", spectral_norm=True, dtype=dtype),
-        keras.layers.LeakyReLU(0.1, dtype=dtype), keras.layers.Flatten(dtype=dtype), fp.layers.Dense(1, dtype=dtype),
-    ])
-    generator = tu.tiny_generator(dtype)
-    real, z = tu.tiny_batch(dtype=dtype)
-    state = tu.StateSnapshot(generator, discriminator)
-    d_ref, g_ref = fp.compute_gradients(generator, discriminator, real, z, "nonsaturating", "simultaneous")
-    for form in ("inverse", "adaptive"):
-        for run in (fp.compute_gradients, tf.function(fp.compute_gradients)):
-            state.restore()
-            d, g = run(generator, discriminator, real, z, "nonsaturating", form)
-            print("DIFF", dtype, form, tu.max_relative_difference(list(d) + list(g), list(d_ref) + list(g_ref)))
+from tests.layers_test import dilated_differences
+for row in dilated_differences():
+    print("DIFF", *row)
 """
 
 
@@ -134,14 +147,17 @@ class DilatedConvolutionTest(tu.TestCase):
 
     @parameterized.parameters("0", "1")
     def test_exact_with_onednn(self, onednn):
-        env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        result = subprocess.run(
-            [sys.executable, "-c", DILATED_SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env
-        )
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        diffs = [line.split() for line in result.stdout.splitlines() if line.startswith("DIFF")]
-        self.assertLen(diffs, 8)
-        for _, dtype, form, diff in diffs:
+        if onednn == machine.onednn_on():  # this process's setting (tests/conftest.py turns oneDNN on)
+            rows = dilated_differences()
+        else:  # TensorFlow reads the switch once, at import: the other setting needs a fresh process
+            env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn, "TF_CPP_MIN_LOG_LEVEL": "3"}
+            result = subprocess.run(
+                [sys.executable, "-c", DILATED_SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env
+            )
+            self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+            rows = [line.split()[1:] for line in result.stdout.splitlines() if line.startswith("DIFF")]
+        self.assertLen(rows, 8)
+        for dtype, form, diff in rows:
             self.assertLess(float(diff), 1e-5 if dtype == "float32" else 1e-10, msg=f"{dtype} {form} oneDNN={onednn}")
 
 

@@ -1,7 +1,9 @@
 """The suite's base class, tiny networks and helpers shared by the tests (8x8 images)."""
 
+import contextlib
 import functools
 import os
+from unittest import mock
 
 import keras
 import numpy as np
@@ -9,7 +11,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from tf_fusedprop import layers as fp_layers
-from tf_fusedprop.experiment import distribution, real_samples
+from tf_fusedprop.experiment import callbacks, distribution, real_samples
 
 LATENT = 4
 IMAGE = (8, 8, 3)
@@ -296,7 +298,6 @@ def class_temp_dir(test_class):
 # Local network endpoints for the download tests (nothing leaves 127.0.0.1).
 # --------------------------------------------------------------------------------------------
 
-import contextlib  # noqa: E402
 import http.server  # noqa: E402
 import socket  # noqa: E402
 import threading  # noqa: E402
@@ -394,3 +395,23 @@ class InceptionModuleStandIn(tf.Module):
             "pool_3": tf.reduce_mean(images, axis=[1, 2]),
             "logits": tf.tile(size[None], [tf.shape(images)[0], 1]),
         }
+
+
+class StoppedAfterCheckpoint(Exception):
+    """Raised inside `stopped_after_checkpoint` where a kill would have landed."""
+
+
+@contextlib.contextmanager
+def stopped_after_checkpoint(epochs=1):
+    """Within it, a training run in this process raises `StoppedAfterCheckpoint` right after its
+    checkpoint of epoch `epochs` is written: the workdir is left as a kill at that point leaves
+    it (`train_test`'s SIGKILL test kills a real process there)."""
+    save = callbacks.BackupAndRestore.on_epoch_end
+
+    def save_then_stop(checkpoint, epoch, logs=None):
+        save(checkpoint, epoch, logs)
+        if epoch + 1 == epochs:
+            raise StoppedAfterCheckpoint(f"stopped after the checkpoint of epoch {epochs}")
+
+    with mock.patch.object(callbacks.BackupAndRestore, "on_epoch_end", save_then_stop):
+        yield

@@ -14,8 +14,8 @@ from matplotlib.axes import Axes
 from benchmarks import quality
 from configs import digits, digits32, grid25, mnist, ring8
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import callbacks, train_lib
 from tf_fusedprop.experiment import config as fp_config
+from tf_fusedprop.experiment import train_lib
 
 #: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed.
 TINY = {
@@ -356,13 +356,7 @@ class ResumeTest(tu.TestCase):
         tiny += ["steps_per_execution=1", "eval_samples=50", "grid_samples=4", "mixed_precision='float32'"]
         config = quality.make_config(run, overrides=tiny, cache_dir=os.path.join(self.get_temp_dir(), "cache"))
         workdir = os.path.join(self.get_temp_dir(), "run")
-        save = callbacks.BackupAndRestore.on_epoch_end
-
-        def save_then_stop(checkpoint, epoch, logs=None):  # a session that ends after the first epoch
-            save(checkpoint, epoch, logs)
-            raise RuntimeError("the session ended")
-
-        with mock.patch.object(callbacks.BackupAndRestore, "on_epoch_end", save_then_stop):
+        with tu.stopped_after_checkpoint(1):  # a session that ends after the first epoch
             stopped = quality.train_run(run, config, workdir)
         self.assertEqual((stopped["status"], stopped["steps"]), ("error", 10))
         resumed = quality.train_run(run, config, workdir)

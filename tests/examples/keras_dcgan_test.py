@@ -1,5 +1,5 @@
 """examples/keras_dcgan.py: the ported keras-io DCGAN runs a few steps in a fresh process, its
-callback, ModelCheckpoint, reload and export work; and keras.callbacks.TensorBoard writes events."""
+callback, ModelCheckpoint, reload and export work (the export loaded and served here); and keras.callbacks.TensorBoard writes events."""
 
 import glob
 import os
@@ -20,12 +20,6 @@ import runpy
 runpy.run_path("examples/keras_dcgan.py", run_name="__main__")
 """
 
-SERVE = """
-import numpy as np, tensorflow as tf
-generator = tf.saved_model.load({directory!r})
-print("SHAPE", tuple(generator.serve(tf.random.normal([3, 64])).shape))
-"""
-
 
 class KerasDCGANTest(tu.TestCase):
     def test_a_few_steps_with_the_callback_checkpoint_reload_and_export(self):
@@ -37,10 +31,10 @@ class KerasDCGANTest(tu.TestCase):
         self.assertTrue(os.path.exists(os.path.join(out, "gan.keras")))
         self.assertRegex(result.stdout, r"\|G_reloaded\(z\) - G\(z\)\| <= 0\.0e\+00")
         self.assertIn("serve(z) has shape (4, 32, 32, 3)", result.stdout)
-        # The documented use of the export, in a fresh process: load into a variable, then serve.
-        served = tu.run_script(SERVE.format(directory=os.path.join(out, "generator")))
-        self.assertEqual(served.returncode, 0, served.stderr[-3000:])
-        self.assertEqual(tu.marked_lines(served.stdout)["SHAPE"], "(3, 32, 32, 3)")
+        # The documented use of the export: load into a variable, then serve (in this process:
+        # export_test loads SavedModels in fresh ones).
+        generator = tf.saved_model.load(os.path.join(out, "generator"))
+        self.assertEqual(generator.serve(tf.random.normal([3, 64])).shape, (3, 32, 32, 3))
 
 
 class DiscriminatorForTest(tu.TestCase):

@@ -43,7 +43,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Removes the session's cache; and ends a pytest-xdist worker at once once it is done (its
+    """Removes the session's cache; and ends a pytest-xdist worker as soon as it is done (its
     results are sent): Python's teardown of a process that holds TensorFlow and a thousand tests'
     graphs takes seconds that nobody waits for usefully. Exit handlers (temporary directories) run."""
     if _SESSION_CACHE is not None:

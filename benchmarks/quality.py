@@ -18,7 +18,8 @@ Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>
   adaptive and simultaneous; ring8 also with the hinge loss (alternating, inverse, adaptive);
 * 5 seeds (0-4) on the 2-D tasks, 3 on digits;
 * on request (`--tasks`), the image GANs at SNGAN's widths (issue 30): mnist (`configs/mnist.py`)
-  and digits32 (`configs/digits32.py`), 3 seeds, trained until alternating's FID plateaus.
+  and digits32 (`configs/digits32.py`), 3 seeds, trained until alternating's FID plateaus; and
+  mnist64 (`configs/mnist64.py`: `configs/images.py`'s defaults at 64 px, issue 48).
 
 Runs go one after another in this process (the Keras session cleared between them; a
 subprocess each would pay TensorFlow's import, ~4 s, 80 times), after an untimed warm-up run
@@ -32,21 +33,21 @@ on are null. Under `--out` (default `runs/quality/`, `runs/quality_quick/` with 
 | path | what |
 |---|---|
 | `results.json` | `environment`, `grid`, and `runs`: one record per run, rewritten after every run |
-| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on mnist and digits32 also the best evaluation, where it came, how far the mean moved over the last fifth (the plateau test), and where the mean curve over seeds meets the threshold |
+| `results.md` | per (task, loss, form): final metrics (mean +- std), divergences, time to threshold; on the image GANs also the best evaluation, where it came, how far the mean moved over the last fifth (the plateau test), and where the mean curve over seeds meets the threshold |
 | `quality.png` | per task: metric vs training seconds (top; modelled ones with `--seconds_per_update`) and vs G updates (bottom), mean +- std |
 | `runs/<task>-<loss>-<form>-s<seed>/` | each run's workdir (`train.py`'s layout); `train.log` its output |
 
 Resumable: a rerun skips the runs that `results.json` holds with the same config (done or
 diverged; a run that failed otherwise is retried), and restarts an unfinished run from
 scratch (a resumed run would retrace, and its training seconds would restart: its time would
-not compare), except on mnist and digits32, whose unfinished run resumes from its last
+not compare), except on the image GANs (mnist, digits32, mnist64), whose unfinished run resumes from its last
 checkpoint (time there is modelled, below). A `results.json` that holds a run of another config
 (e.g. `configs/` changed) is refused: pass another `--out`. Seeds of one grid may be trained
 across sessions and machines: each record names its machine (results.md counts the runs per
 machine when there is more than one). `benchmarks/results/` keeps finished grids in the
 repository (results.json, results.md, quality.png; not their workdirs): rerun a grid's command
 with its `--out` on a fresh checkout and only the missing runs train (docs/quality.md names each
-grid and its command). On mnist and digits32 a grid's schedule can be lengthened without
+grid and its command). On the image GANs a grid's schedule can be lengthened without
 retraining: rerun with a larger `--override=steps=N` and the same `--out`, and each finished run
 trains on from its last checkpoint (`lengthened`; `train.py`'s longer schedule). `--reference=DIR`
 reports another grid's runs of the same tasks and seeds beside this one's, cut at its schedule.
@@ -62,7 +63,7 @@ always against alternating at the shipped defaults. E.g.
 
 Thresholds (time to reach; the first evaluation that meets it): ring8, 8/8 modes with >= 80%
 high-quality samples; grid25, >= 24/25 modes; digits, FID <= 8 (about twice the final FID of
-a 3,600-step run; reached in the first third of a run); mnist and digits32, near the plateau:
+a 3,600-step run; reached in the first third of a run); the image GANs, near the plateau:
 FID <= 1.1x alternating's mean final FID in the same results.
 
 Modelled time (`--seconds_per_update=FORM=S,...`, or `TASK/FORM=S`): a loaded machine changes
@@ -129,7 +130,7 @@ def _define_flags():
     flags.DEFINE_list(
         "tasks",
         list(DEFAULT_TASKS),
-        f"tasks to run, of {', '.join(TASKS)} (hours a run: mnist, digits32)",
+        f"tasks to run, of {', '.join(TASKS)} (hours a run: mnist, digits32, mnist64)",
         flag_values=values,
     )
     flags.DEFINE_list(

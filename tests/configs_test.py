@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 from absl.testing import parameterized
 
-from configs import base, cifar10_cnn_hinge, cifar10_cnn_ns, cifar10_resnet_ns
+from configs import base, cifar10_cnn_hinge, cifar10_cnn_ns, cifar10_resnet_ns, images, mnist64
 from tests import testing_utils as tu
 from tf_fusedprop.experiment.config import validate, with_added_fields
 
@@ -114,6 +114,21 @@ class BaseTest(tu.TestCase):
                 config.cache_dir = self.get_temp_dir()
             validate(config)
             self.assertEqual(config.name, name)
+
+
+class Mnist64Test(tu.TestCase):
+    def test_it_is_the_user_images_config_but_for_its_data_and_schedule(self):
+        # mnist64 measures configs/images.py's defaults (issue 48): an edit of those must carry over.
+        for variant in ("", "alternating"):
+            ours, theirs = mnist64.get_config(variant).to_dict(), images.get_config(variant).to_dict()
+            schedule = ("name", "dataset", "steps", "steps_per_epoch", "eval_every", "eval_samples", "grid_samples")
+            for key in schedule:
+                ours.pop(key)
+                theirs.pop(key)
+            for key in mnist64._USER_IMAGES_ONLY:
+                theirs.pop(key)
+            self.assertEqual(ours, theirs)
+            self.assertEqual((ours["image_size"], ours["augment"], ours["ema"]["rampup"]), (64, "", 0.05))
 
 
 if __name__ == "__main__":

@@ -187,6 +187,7 @@ from configs import (  # noqa: E402
     grid25,
     images,
     mnist,
+    mnist64,
     ring8,
 )
 
@@ -199,6 +200,7 @@ CONFIG_MODULES = {
         digits32,
         images,
         mnist,
+        mnist64,
         ring8,
         grid25,
         cifar10_cnn_ns,

@@ -48,6 +48,10 @@ STABILIZERS = {
     **{f"alternate_every{k}": {"alternate_every": k, "steps_per_execution": 1} for k in (2, 4)},
     # ... and G's rate x1.5 after a 500-update warm start.
     "warmup500_g_lr_x1.5": {"warmup": 500, "warmup_g_lr_scale": 1.5},
+    # Issue 48: configs/mnist.py's DiffAugment where a config ships none (configs/images.py's
+    # defaults measured on mnist64), and the EMA horizon ramped up as configs/images.py ships it.
+    "diffaugment": {"augment": "translation,cutout"},
+    "ema_rampup": {"ema.rampup": 0.05},
     "g_lr_half": {
         "ring8": {"g_lr": 5e-4},
         "grid25": {"g_lr": 5e-4},
@@ -181,7 +185,7 @@ def _comparable(config_values):
 
 def lengthened(task, old_values, new_values):
     """Whether a finished run of `old_values` is trained on to `new_values`: the same config but
-    for a longer schedule, on a task whose runs resume from their checkpoints (mnist, digits32:
+    for a longer schedule, on a task whose runs resume from their checkpoints (the image GANs:
     `train.py` trains a finished run on to a longer `steps`)."""
     old_steps, new_steps = old_values["steps"], new_values["steps"]
     if TASKS[task].relative is None or new_steps <= old_steps:

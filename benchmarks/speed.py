@@ -207,17 +207,30 @@ def _stepper(gan, real, calls, jit_compile):
     return run, max(1, FLAGS.steps_per_round // calls) * calls
 
 
-def build_config_step(form, config):
+def completed_config(config):
+    """`(config, data)`: `--config` validated and completed as train.py completes it (widths
+    left None chosen from the image size, `datasets.completed`), and its `OpenedDataset`."""
+    from tf_fusedprop.experiment import datasets
+    from tf_fusedprop.experiment.config import ConfigError, validate
+
+    try:
+        data = validate(config)
+    except ConfigError as err:
+        raise app.UsageError(f"--config: {err}") from None
+    return datasets.completed(config, data), data
+
+
+def build_config_step(form, config, data):
     """`timed_step` for `--config`: `(run(n), steps per round)` of the GAN that train.py builds
-    from `config` with `form`, on one real batch of its data (a whole number of calls of
-    `config.steps_per_execution` steps)."""
+    from `config` (`completed_config`'s, with its `data`) with `form`, on one real batch of its
+    data (a whole number of calls of `config.steps_per_execution` steps)."""
     from tf_fusedprop.experiment import train_lib
     from tf_fusedprop.experiment.config import ConfigError, validate
 
     config = config.copy_and_resolve_references()
     config.form = form
     try:
-        data = validate(config)
+        data = validate(config, data)
     except ConfigError as err:
         raise app.UsageError(f"--config with form {form!r}: {err}") from None
     keras.utils.set_random_seed(config.seed)
@@ -233,12 +246,13 @@ def _builders():
         if "alternating_paper" in FLAGS.forms:
             raise app.UsageError("--config times the forms train.py trains; alternating_paper is not one of them")
         label = f"config:{config.name}"
+        config, data = completed_config(config)
         description = (
             f"config={config.name} (dataset {config.dataset}, network {config.network}, G {config.generator.to_dict()}, "
             f"D {config.discriminator.to_dict()}, batch {config.batch_size}, precision {config.mixed_precision}, "
             f"{config.steps_per_execution} steps per call)"
         )
-        return [label], lambda form, variant: build_config_step(form, config), description
+        return [label], lambda form, variant: build_config_step(form, config, data), description
     variants = ["mixed_bfloat16"] if FLAGS.mixed_precision and FLAGS.variants == ["float32"] else FLAGS.variants
     make_g, _ = networks.get(FLAGS.network)
     shape = make_g().output_shape[1:]

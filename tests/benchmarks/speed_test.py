@@ -33,6 +33,9 @@ try:
 except Exception as err:
     print("REFUSED", type(err).__name__, err)
 speed.FLAGS.unparse_flags()
+speed.FLAGS(["speed", "--config=configs/mnist64.py", "--forms=fused"])
+print("DESCRIBED", speed._builders()[2])
+speed.FLAGS.unparse_flags()
 speed.FLAGS(["speed", "--network=digits"])
 try:
     speed.parse_variant("float32+keras_everything")
@@ -49,6 +52,7 @@ print(json.dumps(out))
 
 class SpeedTest(tu.TestCase):
     def test_keras_levers_build_the_networks_with_keras_layers_and_unknown_levers_or_forms_are_usage_errors(self):
+        # ... and a config's widths left None are described as chosen (the same process).
         variants = ["float32", "float32+keras_conv_transpose", "float32+keras_leaky_relu+keras_conv_transpose"]
         result = subprocess.run(
             [sys.executable, "-c", _LAYER_CLASSES, *variants], capture_output=True, text=True, cwd=ROOT, timeout=300
@@ -57,6 +61,11 @@ class SpeedTest(tu.TestCase):
         self.assertIn("REFUSED UsageError unknown lever 'keras_everything'", result.stdout)
         self.assertIn(
             "REFUSED UsageError --config times the forms train.py trains; alternating_paper is not one of them",
+            result.stdout,
+        )
+        # Widths left None are timed as train.py trains them: chosen from the image size.
+        self.assertIn(
+            "config=mnist64 (dataset mnist5k, network sngan_cnn, G {'width': 512}, D {'spectral_norm': True, 'width': 64}",
             result.stdout,
         )
         classes = json.loads(result.stdout.strip().splitlines()[-1])

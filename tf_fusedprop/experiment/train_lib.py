@@ -123,7 +123,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     if overridden is not None and "steps_per_execution" not in overridden:
         config, fitted = fit_steps_per_execution(config)
     data = validate(config)
-    completed = datasets.completed(config, data)  # a user's conditional images: num_classes from the data
+    completed = datasets.completed(config, data)  # widths left None; a user's conditional images: num_classes
     if completed is not config:
         config = completed
         data = validate(config, data)

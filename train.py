@@ -16,7 +16,8 @@ one line `error: training diverged at step S: ...` naming the player, the last g
 it with smaller learning rates: a tenth of the rates that diverged, at most the config file's.
 A rerun may change `--config.d_lr` and `--config.g_lr` (recorded in WORKDIR/learning_rates.json)
 and, with `--workdir`, lengthen the schedule (`--config.steps`: a finished run trains on from
-its last checkpoint); any other change of config is refused.
+its last checkpoint) or name another `--config.cache_dir` (a moved cache); any other change of
+config is refused.
 
 A finished (or interrupted) run's samples and metrics, from its last checkpoint (the EMA
 generator when it has one), without training:

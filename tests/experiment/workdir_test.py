@@ -82,7 +82,7 @@ class LearningRateChangeTest(tu.TestCase):
         )
         config.beta1 = 0.0
         with self.assertRaisesRegex(
-            ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr and steps may change\)"
+            ConfigError, r"config.beta1: 0.5 there, 0.0 now\); .*\(only d_lr, g_lr, steps and cache_dir may change\)"
         ):
             workdir.completed_run(directory, config)
 
@@ -129,6 +129,22 @@ class ScheduleChangeTest(tu.TestCase):
             run.start(directory, {"epoch": 2, "steps": 4, "weights": "epoch_0002.weights.h5"}),
             [f"Schedule changed from 8 to 4 steps; recorded in {directory}/config.json."],
         )
+
+    def test_another_cache_directory_resumes_the_run_and_is_recorded(self):
+        directory, config = self._run(steps=4, steps_per_epoch=2, finished=False)
+        config.cache_dir = os.path.join(self.get_temp_dir(), "moved cache")
+        run = workdir.find(config, directory)
+        self.assertIsNone(run.summary)
+        self.assertEqual(
+            run.start(directory, {"epoch": 1, "steps": 2, "weights": "epoch_0001.weights.h5"}),
+            [f"Cache directory changed from None to {config.cache_dir}; recorded in {directory}/config.json."],
+        )
+        with open(os.path.join(directory, "config.json")) as f:
+            self.assertEqual(json.load(f), config.to_dict())
+        self.assertEqual(run.start(directory), [])  # Recorded once.
+        config.seed += 1  # anything else still belongs to another run
+        with self.assertRaisesRegex(ConfigError, r"different config \(config.seed: 0 there, 1 now\)"):
+            workdir.completed_run(directory, config)
 
     def test_a_finished_run_is_not_shortened_and_epochs_keep_their_length(self):
         refusals = [

@@ -15,6 +15,8 @@ finished run (`summary.json`) is not trained again. Two kinds of change are allo
   run of that length (the learning rates do not depend on `steps`); the epochs keep their
   length, and a run cannot be shortened below what it trained (`schedule_change_refused`,
   `record_steps`).
+Where the caches are (`cache_dir`) is not part of a run: a rerun may name another (a cache
+moved, or a workdir copied beside another one), and `config.json` takes it (`record_cache_dir`).
 """
 
 import dataclasses
@@ -34,6 +36,7 @@ __all__ = [
     "find",
     "learning_rate_changes",
     "make_workdir",
+    "record_cache_dir",
     "record_learning_rates",
     "record_steps",
     "schedule_change_refused",
@@ -46,6 +49,8 @@ LEARNING_RATES = "learning_rates.json"
 RESUMABLE_CHANGES = ("d_lr", "g_lr")
 #: The config field of the schedule's length: a rerun may change it (`completed_run`).
 STEPS = "steps"
+#: The config field of where the caches are: a rerun may change it (`record_cache_dir`).
+CACHE_DIR = "cache_dir"
 
 
 def default_workdir(config, runs_root="runs"):
@@ -103,12 +108,12 @@ def completed_run(workdir, config):
     if not os.path.exists(config_path):
         return None
     stored, wanted = with_added_fields(files.read_json(config_path)), json_values(config)
-    difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS,))
+    difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS, CACHE_DIR))
     if difference:
         key, old, new = difference
         raise ConfigError(
             f"workdir {workdir} holds a run with a different config (config.{key}: {old!r} there, {new!r} now); "
-            f"rerun with the same config to resume it (only {', '.join(RESUMABLE_CHANGES)} and steps may change), "
+            f"rerun with the same config to resume it (only {', '.join(RESUMABLE_CHANGES)}, steps and {CACHE_DIR} may change), "
             "or pass a new --workdir."
         )
     summary_path = os.path.join(workdir, SUMMARY)
@@ -223,6 +228,17 @@ def record_steps(workdir, config):
     return f"{line} (the finished run's summary kept as {kept})." if kept else f"{line}."
 
 
+def record_cache_dir(workdir, config):
+    """Writes this rerun's `config.cache_dir` into the `config.json` of the run in `workdir`, if
+    it names another one; returns the line saying so, or None. Call it after `completed_run`."""
+    config_path = os.path.join(workdir, CONFIG)
+    stored = files.read_json(config_path)
+    if stored.get(CACHE_DIR) == config.cache_dir:
+        return None
+    files.write_json(config_path, {**stored, CACHE_DIR: config.cache_dir})
+    return f"Cache directory changed from {stored.get(CACHE_DIR)} to {config.cache_dir}; recorded in {config_path}."
+
+
 def describe_learning_rate_change(workdir, change):
     """One line saying what `record_learning_rates` recorded."""
     rates = ", ".join(f"{key} {change[key]['from']:g} -> {change[key]['to']:g}" for key in RESUMABLE_CHANGES)
@@ -264,7 +280,7 @@ class Workdir:
     def start(self, out, checkpoint=None):
         """Creates `out` (this process's output: the workdir on the chief) with its `config.json`;
         on the chief, records what this rerun changed (`record_learning_rates`, from the
-        `checkpoint` metadata it resumes from; `record_steps`) and returns the lines saying so
+        `checkpoint` metadata it resumes from; `record_steps`; `record_cache_dir`) and returns the lines saying so
         (none on other workers).
 
         Raises:
@@ -282,6 +298,7 @@ class Workdir:
         notes = [
             describe_learning_rate_change(self.path, change) if change else None,
             record_steps(self.path, self.config),
+            record_cache_dir(self.path, self.config),
         ]
         return [note for note in notes if note]
 

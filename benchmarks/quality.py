@@ -104,6 +104,7 @@ from benchmarks.time_to_quality.report import (  # noqa: E402, F401
     _median_or_none,
     best_evaluation,
     last_fifth_change,
+    levels,
     machine_of,
     markdown,
     mean_curve_reaches,

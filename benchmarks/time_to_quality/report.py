@@ -186,6 +186,67 @@ def _best_rows(records, seconds_per_update):
     ]
 
 
+#: The mantissas of the levels at which `level_rows` reads the mean curves, in each decade.
+_LADDER = (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+
+
+def levels(threshold, span=10.0):
+    """The levels of a lower-is-better metric from the first `_LADDER` value at or above `span`
+    x `threshold` down to `threshold` (included, last): issue 46's "at every FID from 20 down to
+    the near-final one", for a near-final threshold of ~2."""
+    top = span * threshold
+    first = math.floor(math.log10(threshold))
+    ladder = sorted(m * 10.0**k for k in range(first, math.ceil(math.log10(top)) + 1) for m in _LADDER)
+    ceiling = min(v for v in ladder if v >= top * (1 - 1e-9))
+    return [v for v in reversed(ladder) if threshold < v <= ceiling] + [threshold]
+
+
+def level_rows(records, seconds_per_update):
+    """results.md lines: per `relative` task, where each row's mean curve first meets each of
+    `levels(threshold)` (G update and, with seconds per update, its modelled time against
+    alternating's mean curve at the same level), and the worst of those ratios (the slowest level
+    against alternating; "never": a level alternating's mean curve met and this row's did not)."""
+    lines, limits = [], thresholds(records)
+    for (task, loss), forms in _groups(records).items():
+        info = TASKS[task]
+        value = _threshold_value(info, forms) if info.relative is not None else None
+        if value is None or limits[task, loss][0] is None:
+            continue
+        metric, (_, label, scale, fmt) = info.plot[0], info.columns[0]
+        marks = levels(value)
+        reference = {}
+        table = []
+        for form, runs in forms.items():
+            seconds_at = seconds_model(task, runs, seconds_per_update)
+            cells, ratios = [], []
+            for level in marks:
+                step = mean_curve_reaches(runs, metric, lambda m, level=level, metric=metric: m[metric] <= level)
+                seconds = None if step is None or seconds_at is None else seconds_at(step)
+                if form == "alternating":
+                    reference[level] = seconds
+                theirs = reference.get(level)
+                cell = _number(step, "{:.0f}")
+                if form != "alternating" and theirs:
+                    ratios.append(math.inf if seconds is None else seconds / theirs)
+                    cell += "" if seconds is None else f" ({seconds / theirs:.2f}x)"
+                cells.append(cell)
+            worst = "—" if not ratios else "never" if math.isinf(max(ratios)) else f"{max(ratios):.2f}x"
+            table.append(f"| {task} | {loss} | {form} | {len(runs)} | {' | '.join(cells)} | {worst} |")
+        heads = [f"{scale * level:g}" for level in marks[:-1]] + [f"{fmt.format(scale * marks[-1])} (threshold)"]
+        lines += [
+            "",
+            f"Where the mean curve over the runs first meets each {label} level on {task} (G update; with seconds "
+            "per update, its modelled time against alternating's mean curve at the same level), from 10x the "
+            "threshold down to it; worst: the largest of those ratios (< 1 at every level: this row is faster "
+            "all the way down; a mean over fewer runs than alternating's is a reading, not a comparison):",
+            "",
+            f"| task | loss | form (+ stabilizer) | runs | {' | '.join(heads)} | worst vs alternating |",
+            "|---" * (len(heads) + 5) + "|",
+            *table,
+        ]
+    return lines
+
+
 def _median_or_none(values):
     """The median, a run that never reached counting as infinitely slow; None when fewer than
     half reached."""
@@ -397,6 +458,7 @@ def markdown(records, environment_, grid, seconds_per_update=None):
                 f"| {m['schedule_seconds']:.0f} | {_number(m.get('schedule_vs_alternating'), '{:.2f}x')} |"
             )
     lines += _best_rows(records, seconds_per_update)
+    lines += level_rows(records, seconds_per_update)
     if failed:
         lines += ["", "Runs that diverged or failed:", ""]
         lines += [

@@ -323,6 +323,40 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn(": -45% | 1500, 360 s, 0.80x |", table)
         self.assertIn(": -45% | 1500 |", quality.markdown(self.records(), quality.environment(), "grid"))
 
+    def test_the_levels_run_from_ten_times_the_threshold_down_to_it(self):
+        self.assertAllClose(quality.levels(1.988), [20.0, 15.0, 10.0, 7.0, 5.0, 3.0, 2.0, 1.988])
+        self.assertAllClose(quality.levels(12.1), [150.0, 100.0, 70.0, 50.0, 30.0, 20.0, 15.0, 12.1])
+        self.assertAllClose(quality.levels(2.0), [20.0, 15.0, 10.0, 7.0, 5.0, 3.0, 2.0])
+        self.assertAllClose(quality.levels(0.5), [5.0, 3.0, 2.0, 1.5, 1.0, 0.7, 0.5])
+
+    def test_each_level_is_read_where_the_mean_curves_first_meet_it(self):
+        records = self.records()
+        # alternating's means at 500 / 1,000 / 1,500: 110, 18.67, 11; fused's: 160, 21.33, 11.83
+        table = quality.markdown(records, quality.environment(), "grid", {"alternating": 0.3, "fused": 0.24})
+        self.assertIn(
+            "| task | loss | form (+ stabilizer) | runs | 150 | 100 | 70 | 50 | 30 | 20 | 15 | 12.10 (threshold) "
+            "| worst vs alternating |",
+            table,
+        )
+        self.assertIn(
+            "| mnist | nonsaturating | alternating | 3 | 500 | 1000 | 1000 | 1000 | 1000 | 1000 | 1500 | 1500 | — |",
+            table,
+        )
+        self.assertIn(
+            "| mnist | nonsaturating | fused | 3 | 1000 (1.60x) | 1000 (0.80x) | 1000 (0.80x) | 1000 (0.80x) "
+            "| 1000 (0.80x) | 1500 (1.20x) | 1500 (0.80x) | 1500 (0.80x) | 1.60x |",
+            table,
+        )
+        for r in records:
+            if r["form"] == "fused":
+                r["history"][-1]["metrics"]["fid"] = 14.0  # fused's mean never gets below 14.2
+        table = quality.markdown(records, quality.environment(), "grid", {"alternating": 0.3, "fused": 0.24})
+        self.assertIn("| 1500 (1.20x) | 1500 (0.80x) | — | never |", table)
+        table = quality.markdown(records, quality.environment(), "grid")  # no seconds: updates only
+        self.assertIn(
+            "| mnist | nonsaturating | fused | 3 | 1000 | 1000 | 1000 | 1000 | 1000 | 1500 | 1500 | — | — |", table
+        )
+
     def test_the_plot_shows_modelled_seconds_where_every_form_has_its_seconds_per_update(self):
         records = self.records()
         alternating = [r for r in records if r["form"] == "alternating"]

@@ -206,11 +206,11 @@ def level_rows(records, seconds_per_update):
     `levels(threshold)` (G update and, with seconds per update, its modelled time against
     alternating's mean curve at the same level), and the worst of those ratios (the slowest level
     against alternating; "never": a level alternating's mean curve met and this row's did not)."""
-    lines, limits = [], thresholds(records)
+    lines = []
     for (task, loss), forms in _groups(records).items():
         info = TASKS[task]
         value = _threshold_value(info, forms) if info.relative is not None else None
-        if value is None or limits[task, loss][0] is None:
+        if value is None:
             continue
         metric, (_, label, scale, fmt) = info.plot[0], info.columns[0]
         marks = levels(value)

@@ -220,21 +220,27 @@ def completed_config(config):
     return datasets.completed(config, data), data
 
 
-def build_config_step(form, config, data):
-    """`timed_step` for `--config`: `(run(n), steps per round)` of the GAN that train.py builds
-    from `config` (`completed_config`'s, with its `data`) with `form`, on one real batch of its
-    data (a whole number of calls of `config.steps_per_execution` steps)."""
+def config_gan(form, config, data):
+    """`(gan, config)`: the GAN that train.py builds from `config` (`completed_config`'s, with its
+    `data`) with `form` alone, and that config: a warm start or periodic mix of the config is left out, since its seconds per
+    update are its forms' (what `benchmarks/quality.py --seconds_per_update` models it from)."""
     from tf_fusedprop.experiment import train_lib
     from tf_fusedprop.experiment.config import ConfigError, validate
 
     config = config.copy_and_resolve_references()
-    config.form = form
+    config.form, config.warmup, config.alternate_every = form, 0, 0
     try:
         data = validate(config, data)
     except ConfigError as err:
         raise app.UsageError(f"--config with form {form!r}: {err}") from None
     keras.utils.set_random_seed(config.seed)
-    gan = train_lib.build_gan(config, network_inputs=data.network_inputs)
+    return train_lib.build_gan(config, network_inputs=data.network_inputs), config
+
+
+def build_config_step(form, config, data):
+    """`timed_step` for `--config`: `(run(n), steps per round)` of `config_gan(form, ...)` on one
+    real batch of its data (a whole number of calls of `config.steps_per_execution` steps)."""
+    gan, config = config_gan(form, config, data)
     real = next(iter(data.pipeline(config.seed)))
     return _stepper(gan, real, config.steps_per_execution, config.jit_compile)
 
@@ -250,7 +256,12 @@ def _builders():
         description = (
             f"config={config.name} (dataset {config.dataset}, network {config.network}, G {config.generator.to_dict()}, "
             f"D {config.discriminator.to_dict()}, batch {config.batch_size}, precision {config.mixed_precision}, "
-            f"{config.steps_per_execution} steps per call)"
+            f"{config.steps_per_execution} steps per call"
+            + (
+                ", each form alone: the config's schedule of forms is modelled from them)"
+                if config.warmup or config.alternate_every
+                else ")"
+            )
         )
         return [label], lambda form, variant: build_config_step(form, config, data), description
     variants = ["mixed_bfloat16"] if FLAGS.mixed_precision and FLAGS.variants == ["float32"] else FLAGS.variants

@@ -36,6 +36,12 @@ speed.FLAGS.unparse_flags()
 speed.FLAGS(["speed", "--config=configs/mnist64.py", "--forms=fused"])
 print("DESCRIBED", speed._builders()[2])
 speed.FLAGS.unparse_flags()
+speed.FLAGS(["speed", "--config=configs/mnist.py", "--forms=fused"])
+speed.FLAGS.config.generator.width, speed.FLAGS.config.discriminator.width = 8, 4
+config, data = speed.completed_config(speed.FLAGS.config)
+print("MIX", speed._builders()[2].endswith("each form alone: the config's schedule of forms is modelled from them)"))
+print("TIMED", config.alternate_every, speed.config_gan("fused", config, data)[0].form.name)
+speed.FLAGS.unparse_flags()
 speed.FLAGS(["speed", "--network=digits"])
 try:
     speed.parse_variant("float32+keras_everything")
@@ -68,6 +74,9 @@ class SpeedTest(tu.TestCase):
             "config=mnist64 (dataset mnist5k, network sngan_cnn, G {'width': 512}, D {'spectral_norm': True, 'width': 64}",
             result.stdout,
         )
+        # configs/mnist.py's periodic mix: each form is timed alone, and the header says so.
+        self.assertEqual(tu.marked_lines(result.stdout)["MIX"], "True")
+        self.assertEqual(tu.marked_lines(result.stdout)["TIMED"], "4 fused")
         classes = json.loads(result.stdout.strip().splitlines()[-1])
         ours, keras_layer = "tf_fusedprop.Conv2DTranspose", "keras.Conv2DTranspose"
         self.assertIn(ours, classes["float32"]["g"])

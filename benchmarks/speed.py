@@ -222,8 +222,9 @@ def completed_config(config):
 
 def config_gan(form, config, data):
     """`(gan, config)`: the GAN that train.py builds from `config` (`completed_config`'s, with its
-    `data`) with `form` alone, and that config: a warm start or periodic mix of the config is left out, since its seconds per
-    update are its forms' (what `benchmarks/quality.py --seconds_per_update` models it from)."""
+    `data`) with `form` alone, and that config. A warm start or periodic mix of the config is left
+    out: its seconds per update are its forms' (what `benchmarks/quality.py --seconds_per_update`
+    models it from)."""
     from tf_fusedprop.experiment import train_lib
     from tf_fusedprop.experiment.config import ConfigError, validate
 

@@ -25,7 +25,7 @@ def get_config(variant=""):
     # Pure fused (quality_plateau's runs). mnist.py's periodic mix, measured here too (3 seeds,
     # quality_periodic_digits32, issue 46), ended worse at the plateau (FID 6.62 +- 0.38 against
     # fused's 5.62 +- 0.28 and alternating's 5.36 +- 1.60) and later to FID 5.9 (1.39x
-    # alternating's modelled time, fused 1.23x), though level with alternating's updates to FID 20.
+    # alternating's modelled time, fused 1.23x), though at alternating's pace down to FID 15.
     config.alternate_every = 0
     config.steps_per_execution = 10
     return config

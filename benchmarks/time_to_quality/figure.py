@@ -26,6 +26,16 @@ def _curve(runs, metric, scale, seconds_at=None):
     return np.array(rows, dtype=np.float64).reshape(-1, 4).T
 
 
+_LINESTYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "x")
+
+
+def line_style(index):
+    """(linestyle, marker) of a task's `index`-th stabilizer row: the rows of one form share its
+    colour, so the pairs differ for the first 24 rows (four line styles, then the next marker)."""
+    return _LINESTYLES[index % len(_LINESTYLES)], _MARKERS[(index // len(_LINESTYLES)) % len(_MARKERS)]
+
+
 def figure(records, path, seconds_per_update=None):
     """quality.png: per (task, loss), the plotted metric against training seconds (top row) and
     G updates (bottom row), a line per form (mean over seeds) with a +-1 std band. Where every
@@ -47,7 +57,7 @@ def figure(records, path, seconds_per_update=None):
             steps, seconds, mean, std = _curve(runs, metric, scale, models[form] if modelled else None)
             diverged = sum(r["diverged"] for r in runs)
             base, stabilizer = runs[0]["form"], runs[0].get("stabilizer", "defaults")
-            style = ("-", "--", ":", "-.")[stabilizers.index(stabilizer) % 4]
+            style, marker = line_style(stabilizers.index(stabilizer))
             label = (
                 f"{form} ({len(runs)} seed{'s' if len(runs) > 1 else ''}{f', {diverged} diverged' if diverged else ''})"
             )
@@ -59,8 +69,8 @@ def figure(records, path, seconds_per_update=None):
                     color=COLORS[base],
                     label=label,
                     linewidth=1.6,
-                    marker="o",
-                    markersize=2.5,
+                    marker=marker,
+                    markersize=3,
                     linestyle=style,
                 )
                 ax.fill_between(

@@ -383,6 +383,17 @@ class PlateauThresholdTest(tu.TestCase):
             with open(path, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_the_plot_draws_each_stabilizer_row_of_a_form_in_its_own_line(self):
+        records = []
+        for stabilizer in (f"row{k}" for k in range(8)):
+            for r in self.records():
+                if r["form"] == "fused":
+                    records.append({**r, "stabilizer": stabilizer, "row": f"fused+{stabilizer}"})
+        with mock.patch.object(Axes, "plot", autospec=True, side_effect=Axes.plot) as plot:
+            quality.figure(records, os.path.join(self.get_temp_dir(), "rows.png"))
+        lines = {(c.kwargs["color"], c.kwargs["linestyle"], c.kwargs["marker"]) for c in plot.call_args_list}
+        self.assertLen(lines, 8)  # one colour (fused's), eight rows: each its own style and marker
+
     def test_runs_from_several_machines_are_counted_per_machine(self):
         records = self.records()
         self.assertNotIn("Runs per machine", quality.markdown(records, quality.environment(), "grid"))

@@ -384,11 +384,8 @@ class PlateauThresholdTest(tu.TestCase):
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_the_plot_draws_each_stabilizer_row_of_a_form_in_its_own_line(self):
-        records = []
-        for stabilizer in (f"row{k}" for k in range(8)):
-            for r in self.records():
-                if r["form"] == "fused":
-                    records.append({**r, "stabilizer": stabilizer, "row": f"fused+{stabilizer}"})
+        fused = [r for r in self.records() if r["form"] == "fused"]
+        records = [{**r, "stabilizer": f"row{k}", "row": f"fused+row{k}"} for k in range(8) for r in fused]
         with mock.patch.object(Axes, "plot", autospec=True, side_effect=Axes.plot) as plot:
             quality.figure(records, os.path.join(self.get_temp_dir(), "rows.png"))
         lines = {(c.kwargs["color"], c.kwargs["linestyle"], c.kwargs["marker"]) for c in plot.call_args_list}

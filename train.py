@@ -67,6 +67,18 @@ DEFAULT_CONFIG = os.path.join(CONFIGS, "digits.py")
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_INTERRUPTED = 130  # the shell's status of a process stopped by SIGINT (128 + 2)
+#: What this command sets in the environment before TensorFlow loads, unless the user set it.
+TENSORFLOW_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "1",
+    # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
+    # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
+    "TF_ENABLE_ONEDNN_OPTS": "1",
+    # One thread runs a step's ops one after another (each op still uses every core). With more,
+    # the bfloat16 step at 64 px and batch 64 rounded differently from call to call (G's last
+    # up-sampling block: its kernel and input gradients), so one seed did not repeat; one costs
+    # nothing measurable on 2 cores (docs/guide.md#same-seed-same-run, benchmarks/inter_op_threads.py).
+    "TF_NUM_INTEROP_THREADS": "1",
+}
 
 
 def _one_line(text):
@@ -351,10 +363,8 @@ def run(argv):
         return 0
     # Before the config is read: a config file may import tf_fusedprop (configs/base.py's form
     # names), which loads TensorFlow, and TensorFlow reads these once, when it loads.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    # TF turns oneDNN on by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only CPU
-    # turning it on made the SNGAN step 1.4-2.5x faster (benchmarks/speed.py). =0 turns it off.
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    for key, value in TENSORFLOW_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
     flag_values, config, problem = read_command_line(argv)
     if problem is not None:
         return _error(problem)

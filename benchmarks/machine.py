@@ -1,10 +1,11 @@
 """The machine a benchmark ran on, for its header: CPU model and flags, cores, TF and oneDNN.
 
-Benchmarks import this module first: it turns oneDNN on unless the environment says
-otherwise (TensorFlow enables it by default only on CPUs with AVX512-VNNI/BF16/AMX; on an
-AVX2-only EPYC turning it on measured 1.4-2.5x faster), quiets TensorFlow's log, and makes
-this checkout's `tf_fusedprop` importable ahead of an installed copy but after `PYTHONPATH`
-(so `PYTHONPATH=/other/checkout python benchmarks/x.py` measures the other checkout).
+Benchmarks import this module first: as `train.py` does, it runs a step's ops on one inter-op
+thread (the same seed, the same run) and turns oneDNN on unless the environment says otherwise
+(TensorFlow enables it by default only on CPUs with AVX512-VNNI/BF16/AMX; on an AVX2-only EPYC
+turning it on measured 1.4-2.5x faster), quiets TensorFlow's log, and makes this checkout's
+`tf_fusedprop` importable ahead of an installed copy but after `PYTHONPATH` (so
+`PYTHONPATH=/other/checkout python benchmarks/x.py` measures the other checkout).
 """
 
 import os
@@ -13,6 +14,8 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+# As train.py (its TENSORFLOW_ENVIRONMENT): one inter-op thread, so one seed repeats; "0" is TensorFlow's default.
+os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), _ROOT)
 
@@ -44,5 +47,6 @@ def header():
     model, flags = cpu()
     return (
         f"{model}; flags: {' '.join(flags) or 'none of interest'}; {os.cpu_count()} cpus; "
-        f"tf {tf.__version__}, keras {keras.__version__}; oneDNN={os.environ.get('TF_ENABLE_ONEDNN_OPTS')}"
+        f"tf {tf.__version__}, keras {keras.__version__}; oneDNN={os.environ.get('TF_ENABLE_ONEDNN_OPTS')}; "
+        f"inter-op threads={os.environ.get('TF_NUM_INTEROP_THREADS')}"
     )

@@ -24,10 +24,10 @@ import machine
 SPEED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "speed.py")
 
 
-def run_speed(setting, speed_flags):
+def run_speed(setting, speed_flags, program=SPEED):
     """`speed.py speed_flags` in a fresh process with `TF_NUM_INTEROP_THREADS=setting`: its JSON line."""
     env = {**os.environ, "TF_NUM_INTEROP_THREADS": setting}
-    result = subprocess.run([sys.executable, SPEED, *speed_flags], env=env, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, program, *speed_flags], env=env, capture_output=True, text=True)
     if result.returncode:
         sys.exit(f"speed.py failed with TF_NUM_INTEROP_THREADS={setting}:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -37,6 +37,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3, help="rounds of one speed.py run per setting")
     parser.add_argument("--settings", default="1,0", help="TF_NUM_INTEROP_THREADS values; the first is the baseline")
+    parser.add_argument("--speed", default=SPEED, help="the timing script (benchmarks/speed.py; tests pass a stand-in)")
     parser.add_argument("speed_flags", nargs="*", help="flags for speed.py (after --)")
     args = parser.parse_args()
     settings = args.settings.split(",")
@@ -44,7 +45,7 @@ def main():
     seconds = {setting: {} for setting in settings}
     for pair in range(args.pairs):
         for setting in settings:
-            result = run_speed(setting, args.speed_flags)
+            result = run_speed(setting, args.speed_flags, args.speed)
             if pair == 0 and setting == settings[0]:
                 print(result["header"].rsplit("; inter-op", 1)[0])
             for form, value in result["seconds_per_step"].items():

@@ -270,6 +270,54 @@ class EveryValueTypeableTest(tu.TestCase):
         self.assertEqual(run_cli(*base[1:], "--config.steps=None")[0], 2)  # refused by validation, in one line
 
 
+#: Trains the 64 px SNGAN pair (G's width 256, D's 8: G's top layers at full size, where the
+#: rounding varied) in bfloat16 with batch 64 for 6 updates, under train.py's TensorFlow
+#: environment, and prints a digest of the weights.
+_TRAINS_64_PX = """
+import hashlib, os
+import train
+for key, value in train.TENSORFLOW_ENVIRONMENT.items():
+    os.environ.setdefault(key, value)
+import keras
+import numpy as np
+import tf_fusedprop as fp
+from tf_fusedprop import networks, optimizers
+keras.utils.set_random_seed(0)
+g = networks.sngan.cnn_generator(16, 256, 3, dtype="mixed_bfloat16", image_size=64)
+d = networks.sngan.cnn_discriminator((64, 64, 3), 8, dtype="mixed_bfloat16", bottom=4)
+gan = fp.FusedPropGAN(g, d, loss="nonsaturating", form="fused", seed=0)
+adam = lambda: optimizers.Adam(2e-4, beta_1=0.0)
+gan.compile(d_optimizer=adam(), g_optimizer=adam())
+real = np.random.default_rng(1).uniform(-1, 1, size=(6 * 64, 64, 64, 3)).astype("float32")
+gan.fit(real, batch_size=64, epochs=1, verbose=0, shuffle=False)
+print("WEIGHTS", hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in g.weights + d.weights)).hexdigest())
+"""
+
+
+class RepeatableTest(tu.TestCase):
+    def test_two_fresh_processes_train_the_64_px_pair_in_bfloat16_to_the_same_weights(self):
+        # TensorFlow's default inter-op threads gave 4 digests in 4 processes here (Intel Xeon with
+        # AMX); the weight-gradient formulation is pinned, so only the runtime's scheduling is tested.
+        env = {key: value for key, value in os.environ.items() if key != "TF_NUM_INTEROP_THREADS"}
+        env.update(PYTHONPATH=os.path.dirname(TRAIN), TF_FUSEDPROP_WEIGHT_GRADIENT="native")
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", _TRAINS_64_PX],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        digests = []
+        for process in processes:
+            out, err = process.communicate(timeout=300)
+            self.assertEqual(process.returncode, 0, err[-3000:])
+            digests.append(tu.marked_lines(out)["WEIGHTS"])
+        self.assertEqual(digests[0], digests[1])
+
+
 class CommandLineTest(tu.TestCase):
     def test_onednn_is_on_before_a_config_file_loads_tensorflow(self):
         # configs/base.py imports tf_fusedprop's form names, so TensorFlow loads while the flags
@@ -280,8 +328,14 @@ class CommandLineTest(tu.TestCase):
             "from tf_fusedprop import machine\n"
             "print('STATUS', status)\n"
             "print('ONEDNN', repr(machine._ONEDNN_AT_IMPORT))\n"
+            "import os\n"
+            "print('INTEROP', os.environ.get('TF_NUM_INTEROP_THREADS'))\n"
         )
-        env = {key: value for key, value in os.environ.items() if key != "TF_ENABLE_ONEDNN_OPTS"}
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTEROP_THREADS")
+        }
         result = subprocess.run(
             [sys.executable, "-c", script],
             cwd=os.path.dirname(TRAIN),
@@ -290,7 +344,9 @@ class CommandLineTest(tu.TestCase):
             text=True,
             timeout=180,
         )
-        self.assertEqual(tu.marked_lines(result.stdout), {"STATUS": "2", "ONEDNN": "'1'"}, result.stderr)
+        self.assertEqual(
+            tu.marked_lines(result.stdout), {"STATUS": "2", "ONEDNN": "'1'", "INTEROP": "1"}, result.stderr
+        )
 
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []
@@ -385,7 +441,7 @@ class EndToEndTest(tu.TestCase):
         self.assertEqual(reload.returncode, 0, reload.stderr[-3000:])
         self.assertTrue(reload.stdout.strip().endswith("(3, 16, 16, 1) True True"), reload.stdout)
 
-    def test_sigkill_then_the_same_command_resumes_from_the_last_checkpoint(self):
+    def test_sigkill_then_the_same_command_resumes_from_the_last_checkpoint_and_a_second_run_is_refused(self):
         tmp = self.get_temp_dir()
         args = [
             "--config=configs/ring8.py",
@@ -399,6 +455,15 @@ class EndToEndTest(tu.TestCase):
         process, workdir = _start_until_first_checkpoint(
             self, args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+        # The same command again meanwhile (a second terminal, a requeued job): it finds the run
+        # and is refused, in one line naming the process that trains it.
+        second = _python(TRAIN, *args, cwd=tmp)
+        self.assertEqual(second.returncode, 2, second.stderr[-3000:])
+        self.assertRegex(
+            second.stderr,
+            rf"^error: workdir {re.escape(os.path.relpath(workdir, tmp))} is in use by another run \(pid {process.pid} on .*, since .*\): "
+            r"wait for it to end or stop it, or pass another --workdir.\n$",
+        )
         process.kill()  # SIGKILL.
         process.wait()
         self.assertFalse(os.path.exists(os.path.join(workdir, "summary.json")))
@@ -411,6 +476,9 @@ class EndToEndTest(tu.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertEqual(glob.glob(os.path.join(tmp, "runs", "ring8-*")), [workdir])
         self.assertIn("Resuming from epoch 1/3 (20 steps done)", result.stdout)
+        self.assertIn(
+            f"Took over the lock of workdir {os.path.relpath(workdir, tmp)} from pid {process.pid} on ", result.stdout
+        )
         self.assertIn("modes covered: ", result.stdout)
         self.assertIn("/8, high-quality samples: ", result.stdout)
 
@@ -629,28 +697,65 @@ class SampleAndEvaluateTest(tu.TestCase):
         self.assertEqual((status, err), (2, "error: --mode=sample needs the --workdir=DIR of a run of train.py.\n"))
 
 
+#: `train.py` whose run waits at G update `TF_FUSEDPROP_TEST_WAIT_AT` (after that train-function
+#: call, before the other callbacks), having written `waiting` in its working directory, until a
+#: signal ends it: a signal then lands mid-epoch at a known step.
+_WAITS_AT_STEP = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as under a terminal (see above)
+import train
+from tf_fusedprop.experiment import divergence
+check = divergence.DivergenceMonitor.on_train_batch_end
+def check_then_wait(self, batch, logs=None):
+    check(self, batch, logs)
+    if int(self.model.g_optimizer.iterations.numpy()) == int(os.environ["TF_FUSEDPROP_TEST_WAIT_AT"]):
+        open("waiting", "w").close()
+        for _ in range(3000):
+            time.sleep(0.1)
+divergence.DivergenceMonitor.on_train_batch_end = check_then_wait
+sys.exit(train.run([train.__file__, *sys.argv[1:]]))
+"""
+
+
 class InterruptTest(tu.TestCase):
-    def test_ctrl_c_is_one_line_and_exit_130_and_the_resumed_run_ends_as_an_uninterrupted_one(self):
+    @parameterized.parameters((signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM"))
+    def test_a_signal_mid_epoch_saves_that_step_and_the_resumed_run_ends_as_an_uninterrupted_one(
+        self, signum, status, what
+    ):
         tmp = self.get_temp_dir()
         args = [*_TINY_RING8, "--config.steps=150", "--config.steps_per_epoch=50", "--config.eval_samples=0"]
         interrupted, straight = os.path.join(tmp, "interrupted"), os.path.join(tmp, "straight")
-        process, _ = _start_until_first_checkpoint(
-            self, args, interrupted, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        env = {**os.environ, "PYTHONPATH": os.path.dirname(TRAIN), "TF_FUSEDPROP_TEST_WAIT_AT": "70"}
+        process = subprocess.Popen(
+            [sys.executable, "-c", _WAITS_AT_STEP, *args, f"--workdir={interrupted}"],
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
-        process.send_signal(signal.SIGINT)
+        self.addCleanup(process.kill)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(os.path.join(tmp, "waiting")):
+            self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
+            time.sleep(0.02)
+        process.send_signal(signum)
         _, err = process.communicate(timeout=60)
-        self.assertEqual(process.returncode, 130, err[-3000:])
+        self.assertEqual(process.returncode, status, err[-3000:])
         self.assertEqual(err.count("\n"), 1, err[-3000:])
         self.assertRegex(
             err,
-            r"^interrupted at step 50; the last checkpoint \(epoch 1, step 50\) is kept in .*backup; run python "
-            r".*train.py .*--workdir=.*interrupted'? to resume from it\n$",
+            rf"^{what} at step 70, saved in .*backup; run python .*train.py .*--workdir=.*interrupted'? to resume "
+            r"from it\n$",
         )
-        # Resumed (and run straight through) in this process: the fresh-process resume is
-        # EndToEndTest's; what matters here is what the checkpoint restores.
+        saved = _read_json(os.path.join(interrupted, "backup", "checkpoint.json"))
+        self.assertEqual(
+            {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 70, "epoch_steps": 20}
+        )
+        # Resumed (and run straight through) in this process: what matters is what the checkpoint restores.
         status, out, err = run_cli(*args, f"--workdir={interrupted}")
         self.assertEqual(status, 0, err)
-        self.assertIn("Resuming from epoch 1/3", out)
+        self.assertIn("Resuming from step 70: epoch 2/3, 20 of its 50 steps done.", out)
         status, _, err = run_cli(*args, f"--workdir={straight}")
         self.assertEqual(status, 0, err)
         # Every weight, optimizer slot and seed state: the data stream and the seed streams resumed exactly.
@@ -658,6 +763,60 @@ class InterruptTest(tu.TestCase):
         self.assertEqual(sorted(final[0]), sorted(final[1]))
         for name in final[0]:
             self.assertAllEqual(final[0][name], final[1][name], msg=name)
+        # The broken epoch's logged means cover all its steps, as the uninterrupted run's do.
+        logged = [tu.read_events(os.path.join(d, "logs")) for d in (interrupted, straight)]
+        for name in ("d_loss", "g_loss", "real_logit", "fake_logit"):
+            series = [sorted((step, float(value)) for step, _, value in run[name]) for run in logged]
+            self.assertEqual(series[0], series[1], name)
+
+
+class FullDiskTest(tu.TestCase):
+    def test_a_full_disk_at_a_checkpoint_is_one_line_exit_2_and_the_run_resumes_once_there_is_room(self):
+        tmp = self.get_temp_dir()
+        disk = tu.small_disk(self, megabytes=8)
+        args = [*_TINY_RING8, "--config.steps=150", "--config.steps_per_epoch=50", "--config.eval_samples=0"]
+        workdir = os.path.join(disk, "run")
+        env = {**os.environ, "PYTHONPATH": os.path.dirname(TRAIN), "TF_FUSEDPROP_TEST_WAIT_AT": "70"}
+        process = subprocess.Popen(
+            [sys.executable, "-c", _WAITS_AT_STEP, *args, f"--workdir={workdir}"],
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.addCleanup(process.kill)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(os.path.join(tmp, "waiting")):
+            self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
+            time.sleep(0.02)
+        filler = tu.fill_disk(disk)
+        process.send_signal(signal.SIGTERM)  # its checkpoint at step 70 meets the full disk
+        _, err = process.communicate(timeout=60)
+        self.assertEqual(process.returncode, 2, err[-3000:])
+        self.assertRegex(
+            err,
+            r"^error: cannot write the checkpoint to .*/run/backup/step_00000070.weights.h5: No space left on device "
+            r"\(it needs [\d.]+ kB, 0 bytes free there\); free space there \(or make it writable\) and rerun the "
+            r"same command: it resumes from the last checkpoint\n$",
+        )
+        backup = os.path.join(workdir, "backup")
+        self.assertEqual(
+            sorted(os.listdir(backup)), ["checkpoint.json", "epoch_0001.weights.h5"]
+        )  # nothing half-written
+        self.assertEqual(_read_json(os.path.join(backup, "checkpoint.json"))["steps"], 50)
+
+        os.remove(filler)
+        copied = shutil.copytree(workdir, os.path.join(tmp, "copied"))
+        straight = os.path.join(tmp, "straight")
+        for directory in (workdir, copied, straight):
+            status, out, err = run_cli(*args, f"--workdir={directory}")
+            self.assertEqual(status, 0, err)
+            self.assertEqual("Resuming from epoch 1/3 (50 steps done)." in out, directory != straight, out)
+        final = [tu.h5_arrays(os.path.join(d, "backup", "epoch_0003.weights.h5")) for d in (workdir, copied, straight)]
+        for name in final[2]:
+            self.assertAllEqual(final[0][name], final[2][name], msg=name)
+            self.assertAllEqual(final[1][name], final[2][name], msg=name)
 
 
 _TINY_RING8 = [

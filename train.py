@@ -38,14 +38,20 @@ with the same `--workdir` (shared storage) and its own `TF_CONFIG`; the chief wr
 and rerunning all of them after a failure resumes from the chief's last checkpoint.
 `--cpu_devices=N` splits the CPU into N logical devices, to try `mirrored` on a CPU-only machine.
 
-Ctrl-C stops a run with one line on stderr (`interrupted at step N; the last checkpoint ... is
-kept in WORKDIR/backup; run ... to resume from it`) and exit status 130; rerunning the same
-command resumes from the last epoch's checkpoint. After the last epoch (while the generator and
-the summary are written) the line says so, and the rerun trains nothing and writes them.
+Ctrl-C (SIGINT) or SIGTERM stops a run after the train-function call in progress, saves a
+checkpoint at the step reached and says so in one line on stderr (`interrupted at step N, saved
+in WORKDIR/backup; run ... to resume from it`; `stopped by SIGTERM at step N, ...`), exit status
+130 or 143; rerunning the same command resumes from that step. After the last epoch (while the
+generator and the summary are written) the line says so, and the rerun trains nothing and
+writes them. A hard kill (SIGKILL) loses the steps since the last checkpoint: every epoch's end
+and every `--config.checkpoint_minutes` (10) within an epoch. A full or unwritable disk stops
+the run with one line `error: cannot write ...` (what, where, how much space) and status 2,
+keeping the last good checkpoint. One run per workdir: a second one is refused in one line
+naming the first (`WORKDIR/lock`); a lock whose process is gone is taken over, in one line.
 
 Exit status: 0 when training is done; 3 when training diverged (above); 130 when interrupted
-(Ctrl-C); 2 for bad input
-(unknown config key or value, invalid (loss, form) pair, unwritable workdir, CIFAR-10 or
+(Ctrl-C), 143 when stopped by SIGTERM; 2 for bad input or a disk that cannot take the run's files
+(unknown config key or value, invalid (loss, form) pair, unwritable workdir, a workdir in use, a full disk, CIFAR-10 or
 the Inception module neither local nor downloadable: offline, within seconds; a strategy
 that cannot run here, a batch not divisible by replicas x iter_size), with one line
 `error: ...` on stderr saying what was received and what to do. TensorFlow's native
@@ -56,7 +62,9 @@ info logs); a Python error while TensorFlow loads still shows them, with its tra
 
 import os
 import shlex
+import signal
 import sys
+import threading
 
 from absl import flags, logging
 from ml_collections import config_flags
@@ -66,7 +74,6 @@ CONFIGS = os.path.join(REPO, "configs")
 DEFAULT_CONFIG = os.path.join(CONFIGS, "digits.py")
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
-EXIT_INTERRUPTED = 130  # the shell's status of a process stopped by SIGINT (128 + 2)
 #: What this command sets in the environment before TensorFlow loads, unless the user set it.
 TENSORFLOW_ENVIRONMENT = {
     "TF_CPP_MIN_LOG_LEVEL": "1",
@@ -347,15 +354,27 @@ def _rerun_command(workdir, typed_argv):
     return shlex.join(["python", typed_argv[0], *kept, f"--workdir={workdir}"])
 
 
-def _interrupted_status(message):
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM before training starts (`train_lib` handles it, and Ctrl-C, while it trains)."""
+
+    signum = signal.SIGTERM
+
+
+def _terminated(signum, frame):
+    raise _Terminated()
+
+
+def _interrupted_status(message, err):
     if sys.stdout.isatty():
         print(flush=True)  # End the progress bar's line.
     print(message, file=sys.stderr, flush=True)
-    return EXIT_INTERRUPTED
+    return 128 + getattr(err, "signum", signal.SIGINT)
 
 
 def run(argv):
     """Parses `argv` (with the program name first), trains, and returns the exit status."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)  # Said in one line, as Ctrl-C is.
     typed_argv, argv = argv, _resolve_config_paths(argv)
     if any(arg in ("-h", "--help", "--helpfull", "-?") for arg in argv[1:]):
         print(__doc__)
@@ -374,6 +393,7 @@ def run(argv):
     from tf_fusedprop.experiment import distribution, divergence, train_lib
     from tf_fusedprop.experiment.config import ConfigError
     from tf_fusedprop.experiment.features import InceptionModuleUnavailableError
+    from tf_fusedprop.experiment.files import WriteError
     from tf_fusedprop.experiment.interrupt import TrainingInterrupted
     from tf_fusedprop.experiment.real_samples import DatasetUnavailableError
 
@@ -392,12 +412,19 @@ def run(argv):
         )
     except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
+    except WriteError as err:
+        return _error(
+            f"{err}; free space there (or make it writable) and rerun the same command: it resumes from the last checkpoint"
+        )
     except divergence.TrainingDivergedError as err:
         return _diverged(err, typed_argv, argv)
     except TrainingInterrupted as err:
-        return _interrupted_status(err.describe(_rerun_command(err.workdir, typed_argv)))
-    except KeyboardInterrupt:
-        return _interrupted_status("interrupted before training started; nothing was trained or written to resume from")
+        return _interrupted_status(err.describe(_rerun_command(err.workdir, typed_argv)), err)
+    except KeyboardInterrupt as err:
+        what = "interrupted" if getattr(err, "signum", signal.SIGINT) == signal.SIGINT else "stopped by SIGTERM"
+        return _interrupted_status(
+            f"{what} before training started; nothing was trained or written to resume from", err
+        )
     return 0
 
 

@@ -29,6 +29,7 @@ def get_base_config():
     | batch_size | real samples per update (split into iter_size micro-batches) |
     | steps | total G updates |
     | steps_per_epoch | G updates between sample grids, evaluations and checkpoints |
+    | checkpoint_minutes | minutes between checkpoints within an epoch (besides every epoch's end and a stop by Ctrl-C or SIGTERM); 0: none; a rerun may change it |
     | d_lr, g_lr, beta1, beta2 | Adam of D and G |
     | seed | seed of weights, latents and data order |
     | eval_samples | generated samples per evaluation (0: no evaluation) |
@@ -65,6 +66,7 @@ def get_base_config():
     config.batch_size = 64
     config.steps = 1000
     config.steps_per_epoch = 100
+    config.checkpoint_minutes = 10
     config.d_lr = 2e-4
     config.g_lr = 2e-4
     config.beta1 = 0.5

@@ -417,3 +417,55 @@ def stopped_after_checkpoint(epochs=1):
 
     with mock.patch.object(callbacks.BackupAndRestore, "on_epoch_end", save_then_stop):
         yield
+
+
+def small_disk(test, megabytes=2):
+    """A directory on a tmpfs of `megabytes`, mounted for `test` and unmounted after it: a real
+    file system that fills up. Mounting needs root (or a user namespace's); where it is refused
+    the test is skipped, saying so."""
+    import subprocess  # Lazy: most tests run in this process.
+    import unittest
+
+    directory = tempfile.mkdtemp(dir=test.get_temp_dir())
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", directory], capture_output=True, text=True
+    )
+    if mounted.returncode:
+        raise unittest.SkipTest(f"cannot mount a small tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
+    test.addCleanup(subprocess.run, ["umount", "-l", directory], capture_output=True)
+    return directory
+
+
+def fill_disk(directory, keep=0):
+    """Writes `directory/filler` until the disk holding it has at most `keep` bytes free; returns its path."""
+    path = os.path.join(directory, "filler")
+    with open(path, "wb") as f:
+        chunk = b"\0" * 65536
+        try:
+            while shutil.disk_usage(directory).free > keep:
+                f.write(chunk[: max(1, min(len(chunk), shutil.disk_usage(directory).free - keep))])
+                f.flush()
+        except OSError:
+            pass
+    return path
+
+
+#: `train.py` whose run waits at G update `TF_FUSEDPROP_TEST_WAIT_AT` (after that train-function
+#: call, before the other callbacks), having written `waiting` in its working directory, until a
+#: signal ends it or the file is removed: a signal then lands mid-epoch at a known step.
+WAITS_AT_STEP = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as under a terminal (a background job ignores it)
+import train
+from tf_fusedprop.experiment import divergence
+check = divergence.DivergenceMonitor.on_train_batch_end
+def check_then_wait(self, batch, logs=None):
+    check(self, batch, logs)
+    if int(self.model.g_optimizer.iterations.numpy()) == int(os.environ.get("TF_FUSEDPROP_TEST_WAIT_AT", -1)):
+        open("waiting", "w").close()
+        deadline = time.monotonic() + 300
+        while os.path.exists("waiting") and time.monotonic() < deadline:
+            time.sleep(0.05)
+divergence.DivergenceMonitor.on_train_batch_end = check_then_wait
+sys.exit(train.run([train.__file__, *sys.argv[1:]]))
+"""

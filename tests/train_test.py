@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from unittest import mock
 
@@ -697,126 +698,95 @@ class SampleAndEvaluateTest(tu.TestCase):
         self.assertEqual((status, err), (2, "error: --mode=sample needs the --workdir=DIR of a run of train.py.\n"))
 
 
-#: `train.py` whose run waits at G update `TF_FUSEDPROP_TEST_WAIT_AT` (after that train-function
-#: call, before the other callbacks), having written `waiting` in its working directory, until a
-#: signal ends it: a signal then lands mid-epoch at a known step.
-_WAITS_AT_STEP = """
-import os, signal, sys, time
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as under a terminal (see above)
-import train
-from tf_fusedprop.experiment import divergence
-check = divergence.DivergenceMonitor.on_train_batch_end
-def check_then_wait(self, batch, logs=None):
-    check(self, batch, logs)
-    if int(self.model.g_optimizer.iterations.numpy()) == int(os.environ["TF_FUSEDPROP_TEST_WAIT_AT"]):
-        open("waiting", "w").close()
-        for _ in range(3000):
-            time.sleep(0.1)
-divergence.DivergenceMonitor.on_train_batch_end = check_then_wait
-sys.exit(train.run([train.__file__, *sys.argv[1:]]))
-"""
+def _start_waiting_at_step(test, args, workdir, step, tmp):
+    """A `train.py` process (`tu.WAITS_AT_STEP`) that will wait at G update `step` in its own
+    directory under `tmp`; returns it and the marker file it writes when it waits there."""
+    cwd = tempfile.mkdtemp(dir=tmp)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(TRAIN), "TF_FUSEDPROP_TEST_WAIT_AT": str(step)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", tu.WAITS_AT_STEP, *args, f"--workdir={workdir}"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    test.addCleanup(process.kill)
+    return process, os.path.join(cwd, "waiting")
 
 
 class InterruptTest(tu.TestCase):
-    @parameterized.parameters((signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM"))
-    def test_a_signal_mid_epoch_saves_that_step_and_the_resumed_run_ends_as_an_uninterrupted_one(
-        self, signum, status, what
-    ):
-        tmp = self.get_temp_dir()
-        args = [*_TINY_RING8, "--config.steps=150", "--config.steps_per_epoch=50", "--config.eval_samples=0"]
-        interrupted, straight = os.path.join(tmp, "interrupted"), os.path.join(tmp, "straight")
-        env = {**os.environ, "PYTHONPATH": os.path.dirname(TRAIN), "TF_FUSEDPROP_TEST_WAIT_AT": "70"}
-        process = subprocess.Popen(
-            [sys.executable, "-c", _WAITS_AT_STEP, *args, f"--workdir={interrupted}"],
-            cwd=tmp,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.addCleanup(process.kill)
-        deadline = time.monotonic() + 120
-        while not os.path.exists(os.path.join(tmp, "waiting")):
-            self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
-            time.sleep(0.02)
-        process.send_signal(signum)
-        _, err = process.communicate(timeout=60)
-        self.assertEqual(process.returncode, status, err[-3000:])
-        self.assertEqual(err.count("\n"), 1, err[-3000:])
-        self.assertRegex(
-            err,
-            rf"^{what} at step 70, saved in .*backup; run python .*train.py .*--workdir=.*interrupted'? to resume "
-            r"from it\n$",
-        )
-        saved = _read_json(os.path.join(interrupted, "backup", "checkpoint.json"))
-        self.assertEqual(
-            {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 70, "epoch_steps": 20}
-        )
-        # Resumed (and run straight through) in this process: what matters is what the checkpoint restores.
-        status, out, err = run_cli(*args, f"--workdir={interrupted}")
-        self.assertEqual(status, 0, err)
-        self.assertIn("Resuming from step 70: epoch 2/3, 20 of its 50 steps done.", out)
-        status, _, err = run_cli(*args, f"--workdir={straight}")
-        self.assertEqual(status, 0, err)
-        # Every weight, optimizer slot and seed state: the data stream and the seed streams resumed exactly.
-        final = [tu.h5_arrays(os.path.join(d, "backup", "epoch_0003.weights.h5")) for d in (interrupted, straight)]
-        self.assertEqual(sorted(final[0]), sorted(final[1]))
-        for name in final[0]:
-            self.assertAllEqual(final[0][name], final[1][name], msg=name)
-        # The broken epoch's logged means cover all its steps, as the uninterrupted run's do.
-        logged = [tu.read_events(os.path.join(d, "logs")) for d in (interrupted, straight)]
-        for name in ("d_loss", "g_loss", "real_logit", "fake_logit"):
-            series = [sorted((step, float(value)) for step, _, value in run[name]) for run in logged]
-            self.assertEqual(series[0], series[1], name)
-
-
-class FullDiskTest(tu.TestCase):
-    def test_a_full_disk_at_a_checkpoint_is_one_line_exit_2_and_the_run_resumes_once_there_is_room(self):
+    def test_signals_and_a_full_disk_mid_epoch_lose_no_step_and_every_resume_ends_as_the_uninterrupted_run(self):
+        """Three runs wait at update 70 (mid-epoch: epochs of 50, calls of 10): one gets Ctrl-C,
+        one SIGTERM, and one SIGTERM when its disk (a small tmpfs) is full."""
         tmp = self.get_temp_dir()
         disk = tu.small_disk(self, megabytes=8)
         args = [*_TINY_RING8, "--config.steps=150", "--config.steps_per_epoch=50", "--config.eval_samples=0"]
-        workdir = os.path.join(disk, "run")
-        env = {**os.environ, "PYTHONPATH": os.path.dirname(TRAIN), "TF_FUSEDPROP_TEST_WAIT_AT": "70"}
-        process = subprocess.Popen(
-            [sys.executable, "-c", _WAITS_AT_STEP, *args, f"--workdir={workdir}"],
-            cwd=tmp,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.addCleanup(process.kill)
-        deadline = time.monotonic() + 120
-        while not os.path.exists(os.path.join(tmp, "waiting")):
-            self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
-            time.sleep(0.02)
+        workdirs = {"SIGINT": os.path.join(tmp, "sigint"), "SIGTERM": os.path.join(tmp, "sigterm")}
+        workdirs["full"] = os.path.join(disk, "run")
+        started = {name: _start_waiting_at_step(self, args, workdir, 70, tmp) for name, workdir in workdirs.items()}
+        deadline = time.monotonic() + 180
+        for process, waiting in started.values():
+            while not os.path.exists(waiting):
+                self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
+                time.sleep(0.02)
         filler = tu.fill_disk(disk)
-        process.send_signal(signal.SIGTERM)  # its checkpoint at step 70 meets the full disk
-        _, err = process.communicate(timeout=60)
-        self.assertEqual(process.returncode, 2, err[-3000:])
+        for name, signum in (("SIGINT", signal.SIGINT), ("SIGTERM", signal.SIGTERM), ("full", signal.SIGTERM)):
+            started[name][0].send_signal(signum)
+        errors = {}
+        for name, (process, _) in started.items():
+            _, errors[name] = process.communicate(timeout=60)
+        statuses = {name: process.returncode for name, (process, _) in started.items()}
+        self.assertEqual(statuses, {"SIGINT": 130, "SIGTERM": 143, "full": 2}, errors)
+        for name, what in (("SIGINT", "interrupted"), ("SIGTERM", "stopped by SIGTERM")):
+            self.assertRegex(
+                errors[name],
+                rf"^{what} at step 70, saved in .*backup; run python .*train.py .*--workdir=.*{name.lower()}'? to "
+                r"resume from it\n$",
+            )
+            saved = _read_json(os.path.join(workdirs[name], "backup", "checkpoint.json"))
+            self.assertEqual(
+                {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 70, "epoch_steps": 20}
+            )
         self.assertRegex(
-            err,
+            errors["full"],
             r"^error: cannot write the checkpoint to .*/run/backup/step_00000070.weights.h5: No space left on device "
             r"\(it needs [\d.]+ kB, 0 bytes free there\); free space there \(or make it writable\) and rerun the "
             r"same command: it resumes from the last checkpoint\n$",
         )
-        backup = os.path.join(workdir, "backup")
+        backup = os.path.join(workdirs["full"], "backup")
         self.assertEqual(
             sorted(os.listdir(backup)), ["checkpoint.json", "epoch_0001.weights.h5"]
         )  # nothing half-written
         self.assertEqual(_read_json(os.path.join(backup, "checkpoint.json"))["steps"], 50)
 
+        # Resumed (the full disk's with room again, and a copy of it elsewhere) and run straight
+        # through, in this process: what matters is what the checkpoints restore.
         os.remove(filler)
-        copied = shutil.copytree(workdir, os.path.join(tmp, "copied"))
-        straight = os.path.join(tmp, "straight")
-        for directory in (workdir, copied, straight):
-            status, out, err = run_cli(*args, f"--workdir={directory}")
+        workdirs["copied"] = shutil.copytree(workdirs["full"], os.path.join(tmp, "copied"))
+        workdirs["straight"] = os.path.join(tmp, "straight")
+        resumed = {
+            "SIGINT": "Resuming from step 70: epoch 2/3, 20 of its 50 steps done.",
+            "SIGTERM": "Resuming from step 70: epoch 2/3, 20 of its 50 steps done.",
+            "full": "Resuming from epoch 1/3 (50 steps done).",
+            "copied": "Resuming from epoch 1/3 (50 steps done).",
+        }
+        for name, workdir in workdirs.items():
+            status, out, err = run_cli(*args, f"--workdir={workdir}")
             self.assertEqual(status, 0, err)
-            self.assertEqual("Resuming from epoch 1/3 (50 steps done)." in out, directory != straight, out)
-        final = [tu.h5_arrays(os.path.join(d, "backup", "epoch_0003.weights.h5")) for d in (workdir, copied, straight)]
-        for name in final[2]:
-            self.assertAllEqual(final[0][name], final[2][name], msg=name)
-            self.assertAllEqual(final[1][name], final[2][name], msg=name)
+            self.assertEqual(resumed.get(name, "Resuming") in out, name in resumed, out)
+        # Every weight, optimizer slot and seed state: the data stream and the seed streams resumed exactly.
+        final = {name: tu.h5_arrays(os.path.join(d, "backup", "epoch_0003.weights.h5")) for name, d in workdirs.items()}
+        for name in resumed:
+            self.assertEqual(sorted(final[name]), sorted(final["straight"]))
+            for key in final["straight"]:
+                self.assertAllEqual(final[name][key], final["straight"][key], msg=f"{name}: {key}")
+        # The broken epoch's logged means cover all its steps, as the uninterrupted run's do.
+        logged = {name: tu.read_events(os.path.join(d, "logs")) for name, d in workdirs.items()}
+        for key in ("d_loss", "g_loss", "real_logit", "fake_logit"):
+            series = {name: sorted((step, float(value)) for step, _, value in logged[name][key]) for name in workdirs}
+            for name in ("SIGINT", "SIGTERM"):
+                self.assertEqual(series[name], series["straight"], f"{name}: {key}")
 
 
 _TINY_RING8 = [

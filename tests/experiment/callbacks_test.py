@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, networks
-from tf_fusedprop.experiment import callbacks, pictures, real_samples
+from tf_fusedprop.experiment import callbacks, files, pictures, real_samples
 
 
 def tiny_gan(seed=0):
@@ -130,6 +130,89 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual(gan.divergence()["step"], 2)
         self.assertEqual(backup.metadata(), {"epoch": 1, "steps": 1, "weights": "epoch_0001.weights.h5"})
         self.assertEqual(sorted(os.listdir(directory)), ["checkpoint.json", "epoch_0001.weights.h5"])
+
+    def test_every_few_minutes_a_checkpoint_within_the_epoch_with_its_metrics(self):
+        directory = self.get_temp_dir()
+        now = [0.0]
+        backup = callbacks.BackupAndRestore(directory, steps_per_epoch=4, every_minutes=1, clock=lambda: now[0])
+
+        class Clock(keras.callbacks.Callback):  # each step takes 25 s
+            def on_train_batch_end(self, batch, logs=None):
+                now[0] += 25.0
+
+        gan = tiny_gan()
+        seen = []
+        record = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: seen.append(backup.metadata()))
+        gan.fit(
+            real_samples.ring8(16),
+            epochs=2,
+            steps_per_epoch=4,
+            verbose=0,
+            shuffle=False,
+            callbacks=[Clock(), backup, record],
+        )
+        steps = [None if m is None else (m["epoch"], m["steps"], m.get("epoch_steps")) for m in seen]
+        # 75 s after the start (step 3), then the epoch's end (4), then 75 s after that (7), then the end.
+        self.assertEqual(steps, [None, None, (0, 3, 3), (0, 3, 3), (1, 4, None), (1, 4, None), (1, 7, 3), (1, 7, 3)])
+        self.assertEqual(backup.metadata(), {"epoch": 2, "steps": 8, "weights": "epoch_0002.weights.h5"})
+        self.assertEqual(sorted(os.listdir(directory)), ["checkpoint.json", "epoch_0002.weights.h5"])
+
+    def test_a_checkpoint_within_an_epoch_resumes_its_logged_means(self):
+        directory = self.get_temp_dir()
+        keras.utils.set_random_seed(0)
+        straight = tiny_gan()
+        logged = straight.fit(real_samples.ring8(16), epochs=1, steps_per_epoch=4, verbose=0, shuffle=False).history
+        backup = callbacks.BackupAndRestore(directory, steps_per_epoch=4)
+        keras.utils.set_random_seed(0)
+        gan = tiny_gan()
+        gan.fit(real_samples.ring8(16), epochs=1, steps_per_epoch=3, verbose=0, shuffle=False)
+        metadata = backup.save(gan)
+        self.assertEqual((metadata["epoch"], metadata["steps"], metadata["epoch_steps"]), (0, 3, 3))
+        self.assertEqual(metadata["weights"], "step_00000003.weights.h5")
+        resumed = tiny_gan(seed=1)
+        self.assertEqual(backup.restore(resumed), 0)
+        batches = real_samples.ring8(16).skip(3)
+        logs = resumed.fit(batches, epochs=1, steps_per_epoch=1, verbose=0, shuffle=False, callbacks=[backup]).history
+        self.assertEqual(logs["d_loss"], logged["d_loss"])  # the mean of the epoch's 4 steps, not of its last
+        for a, b in zip(straight.variables, resumed.variables):
+            self.assertAllEqual(a.numpy(), b.numpy())
+
+    def test_a_full_disk_keeps_the_last_good_checkpoint_and_leaves_no_temporary_file(self):
+        directory = tu.small_disk(self, megabytes=1)
+        backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"), steps_per_epoch=2)
+        gan = tiny_gan()
+        gan.fit(real_samples.ring8(16), epochs=1, steps_per_epoch=2, verbose=0, shuffle=False, callbacks=[backup])
+        kept = backup.metadata()
+        tu.fill_disk(directory)
+        gan.fit(real_samples.ring8(16), epochs=1, steps_per_epoch=1, verbose=0, shuffle=False)
+        with self.assertRaises(files.WriteError) as caught:
+            backup.save(gan)
+        self.assertRegex(
+            str(caught.exception),
+            r"^cannot write the checkpoint to .*/backup/step_00000003.weights.h5: No space left on device "
+            r"\(it needs [\d.]+ kB, 0 bytes free there\)$",
+        )
+        self.assertEqual(backup.metadata(), kept)
+        self.assertEqual(
+            sorted(os.listdir(os.path.join(directory, "backup"))), ["checkpoint.json", "epoch_0001.weights.h5"]
+        )
+        self.assertEqual(backup.restore(tiny_gan()), 1)
+
+    def test_a_full_disk_under_the_sample_grid_or_the_summaries_is_one_line(self):
+        directory = tu.small_disk(self, megabytes=1)
+        writer = tf.summary.create_file_writer(os.path.join(directory, "logs"))
+        grid = callbacks.SampleGrid(np.zeros((4, 4), np.float32), os.path.join(directory, "samples"))
+        scalars = callbacks.Scalars(writer, os.path.join(directory, "logs"))
+        gan = tiny_gan()
+        for callback in (grid, scalars):
+            callback.set_model(gan)
+        grid.render = lambda samples: np.zeros((64, 64, 3), np.uint8)
+        tu.fill_disk(directory)
+        with self.assertRaisesRegex(files.WriteError, r"^cannot write the sample grid to .*/samples/epoch_0001.png"):
+            grid.on_epoch_end(0)
+        with self.assertRaisesRegex(files.WriteError, r"^cannot write the TensorBoard summaries to .*/logs: No space"):
+            scalars.on_epoch_end(0, {"d_loss": 1.0})
+        self.assertEqual(os.listdir(os.path.join(directory, "samples")), [])
 
     def test_restore_without_checkpoint_is_epoch_zero(self):
         backup = callbacks.BackupAndRestore(os.path.join(self.get_temp_dir(), "none"))

@@ -261,6 +261,7 @@ class WarmupTest(tu.TestCase):
                 "warmup": 0,
                 "alternate_every": 0,
                 "warmup_g_lr_scale": 1.0,
+                "checkpoint_minutes": 10,
             },
         )
         self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -219,13 +220,18 @@ class _Process:
             return status, f.read()
 
 
-def start_workers(test, flags, workdir, tag):
-    """Two `train.py --strategy=multi_worker` processes, one cluster on free local ports."""
+def start_workers(test, flags, workdir, tag, env_of=None):
+    """Two `train.py --strategy=multi_worker` processes, one cluster on free local ports; with
+    `env_of` (`{index: environment}`), `tu.WAITS_AT_STEP` with that worker's environment added."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     workers = []
     for index in range(2):
         env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
-        command = [sys.executable, TRAIN, "--strategy=multi_worker", f"--workdir={workdir}", *flags]
+        program = [TRAIN]
+        if env_of is not None:
+            env.update(PYTHONPATH=os.path.dirname(TRAIN), **env_of.get(index, {}))
+            program = ["-c", tu.WAITS_AT_STEP]
+        command = [sys.executable, *program, "--strategy=multi_worker", f"--workdir={workdir}", *flags]
         workers.append(_Process(test, command, env, os.path.join(test.get_temp_dir(), f"{tag}-worker{index}.log")))
     return workers
 
@@ -387,12 +393,46 @@ class DistributedTrainTest(tu.TestCase):
             (steps, "multi_worker", 2, 2),
         )
         self.assertEqual(summary["resumed_from_epoch"], resumed_from or 0)
-        written = [name for name in os.listdir(workdir) if not name.startswith(".tmp")]  # A kill may leave one.
-        self.assertCountEqual(written, ["backup", "config.json", "generator", "logs", "samples", "summary.json"])
+        # What a kill left half-written the rerun removed; the lock is empty, the run over.
+        self.assertCountEqual(
+            os.listdir(workdir), ["backup", "config.json", "generator", "lock", "logs", "samples", "summary.json"]
+        )
+        with open(os.path.join(workdir, "lock")) as f:
+            self.assertEqual(f.read(), "")
         self.assertLen(os.listdir(os.path.join(workdir, "logs")), 2 if kill else 1)  # The chief's runs only.
 
         reference_dir = os.path.join(tmp, "one_process")
         reference_run(config, reference_dir)  # uninterrupted: the killed and rerun workers end as it does
+        self.assertStatesClose(final_state(config, workdir), final_state(config, reference_dir))
+
+    def test_sigterm_to_one_worker_stops_both_after_the_same_step_and_the_rerun_resumes_there(self):
+        tmp = self.get_temp_dir()
+        workdir = os.path.join(tmp, "run")
+        config = tiny("ring8", form="fused", steps=30, steps_per_epoch=10, steps_per_execution=1)
+        flags = config_flags("ring8", config)
+        chief, other = start_workers(self, flags, workdir, "signalled", env_of={1: {"TF_FUSEDPROP_TEST_WAIT_AT": "15"}})
+        waiting, deadline = os.path.join(tmp, "waiting"), time.monotonic() + 120
+        while not os.path.exists(waiting):  # worker 1 waits after update 15, the chief in the next collective
+            self.assertTrue(other.popen.poll() is None and time.monotonic() < deadline, "it never reached step 15")
+            time.sleep(0.02)
+        other.popen.send_signal(signal.SIGTERM)
+        os.remove(waiting)
+        (chief_status, chief_output), (other_status, other_output) = chief.wait(timeout=60), other.wait(timeout=60)
+        self.assertEqual((chief_status, other_status), (143, 143), chief_output[-2000:] + other_output[-2000:])
+        for output in (chief_output, other_output):
+            self.assertRegex(
+                output, r"stopped by SIGTERM at step 15, saved in .*backup; run python .* to resume from it"
+            )
+        saved = read_json(os.path.join(workdir, "backup", "checkpoint.json"))
+        self.assertEqual((saved["steps"], saved["epoch"], saved["epoch_steps"]), (15, 1, 5))
+
+        workers = start_workers(self, flags, workdir, "resumed")
+        (chief_status, chief_output), (other_status, other_output) = [w.wait(timeout=180) for w in workers]
+        self.assertEqual((chief_status, other_status), (0, 0), chief_output[-2000:] + other_output[-2000:])
+        for output in (chief_output, other_output):
+            self.assertIn("Resuming from step 15: epoch 2/3, 5 of its 10 steps done.", output)
+        reference_dir = os.path.join(tmp, "one_process")
+        reference_run(config, reference_dir)  # uninterrupted: the stopped and resumed workers end as it does
         self.assertStatesClose(final_state(config, workdir), final_state(config, reference_dir))
 
 

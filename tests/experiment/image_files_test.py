@@ -4,6 +4,9 @@ import io
 import os
 import shutil
 import struct
+import subprocess
+import sys
+import time
 from unittest import mock
 
 import numpy as np
@@ -13,7 +16,9 @@ from absl.testing import parameterized
 from PIL import Image, ImageOps  # matplotlib's dependency, in the test extra: the orientation oracle
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import image_files, real_samples
+from tf_fusedprop.experiment import files, image_files, real_samples
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class OpenSourceTest(tu.TestCase):
@@ -136,6 +141,42 @@ class PrepareTest(tu.TestCase):
         ):
             image_files.decode_once(folder, 8, self.cache)
         self.assertEqual(os.listdir(os.path.join(self.cache, "images")), [])  # no half-written cache
+
+    def test_a_preparation_killed_midway_leaves_a_temporary_that_the_next_one_removes(self):
+        script = (
+            "import os, sys, time\n"
+            "from tf_fusedprop.experiment import image_files\n"
+            "decode = image_files._decode\n"
+            "def slow(*args):\n"
+            "    open(os.path.join(sys.argv[2], 'decoding'), 'w').close()\n"
+            "    time.sleep(60)\n"
+            "image_files._decode = slow\n"
+            "image_files.decode_once(sys.argv[1], 16, sys.argv[2], workers=1)\n"
+        )
+        os.makedirs(self.cache)
+        process = subprocess.Popen([sys.executable, "-c", script, self.root, self.cache], cwd=ROOT)
+        self.addCleanup(process.kill)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(self.cache, "decoding")):
+            self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never started decoding")
+            time.sleep(0.02)
+        process.kill()  # SIGKILL, mid-preparation
+        process.wait()
+        (left,) = os.listdir(os.path.join(self.cache, "images"))
+        self.assertTrue(left.startswith(f".tmp{process.pid}@"), left)
+        prepared = image_files.decode_once(self.root, 16, self.cache)
+        self.assertEqual(os.listdir(os.path.join(self.cache, "images")), [os.path.basename(prepared.cache_path)])
+
+    def test_a_full_disk_is_one_line_and_leaves_no_temporary(self):
+        disk = tu.small_disk(self, megabytes=1)
+        tu.fill_disk(disk, keep=20_000)  # room for the directory, not for 16 images of 64x64x3
+        with self.assertRaisesRegex(
+            files.WriteError,
+            r"^cannot write the image cache to .*/images/[0-9a-f]{16}_64px_autoc_v3: No space left on device \(it "
+            r"needs [\d.]+ kB, [\d.]+ (kB|bytes) free there\)$",
+        ):
+            image_files.decode_once(self.root, 64, disk)
+        self.assertEqual(os.listdir(os.path.join(disk, "images")), [])
 
 
 class TfdsSourceTest(tu.TestCase):

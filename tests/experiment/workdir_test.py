@@ -2,6 +2,10 @@
 
 import json
 import os
+import socket
+import subprocess
+import sys
+from unittest import mock
 
 import tensorflow as tf
 
@@ -194,6 +198,59 @@ class MakeWorkdirTest(tu.TestCase):
             ConfigError, r"cannot write to workdir '.*file/run' \(NotADirectoryError.*--workdir=DIR"
         ):
             workdir.make_workdir(os.path.join(blocker, "run"), tu.tiny_config("ring8"))
+
+
+class LockTest(tu.TestCase):
+    def test_a_second_run_is_refused_naming_the_first_and_the_lock_is_free_after(self):
+        directory = os.path.join(self.get_temp_dir(), "run")
+        said = []
+        with workdir.locked(directory, say=said.append):
+            with open(os.path.join(directory, workdir.LOCK)) as f:
+                owner = json.load(f)
+            self.assertEqual((owner["pid"], owner["host"]), (os.getpid(), socket.gethostname()))
+            with self.assertRaisesRegex(
+                workdir.WorkdirInUseError,
+                rf"^workdir {directory} is in use by another run \(pid {os.getpid()} on {socket.gethostname()}, since "
+                r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\): wait for it to end or stop it, or pass another --workdir.$",
+            ):
+                with workdir.locked(directory, say=said.append):
+                    pass
+        with workdir.locked(directory, say=said.append):
+            pass
+        self.assertEqual(said, [])  # a lock released at the end is not a stale one
+
+    def test_a_lock_whose_process_is_gone_is_taken_over_in_one_line(self):
+        directory = self.get_temp_dir()
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        owner = {"pid": int(gone.stdout), "host": socket.gethostname(), "started": "2026-12-06 01:02:03"}
+        with open(os.path.join(directory, workdir.LOCK), "w") as f:
+            json.dump(owner, f)
+        said = []
+        with workdir.locked(directory, say=said.append):
+            pass
+        self.assertEqual(
+            said,
+            [
+                f"Took over the lock of workdir {directory} from pid {owner['pid']} on {owner['host']} "
+                "(since 2026-12-06 01:02:03): that process is gone."
+            ],
+        )
+
+    def test_without_flock_a_live_owner_on_this_host_refuses_and_a_dead_one_is_stale(self):
+        directory = self.get_temp_dir()
+        with open(os.path.join(directory, workdir.LOCK), "w") as f:
+            json.dump({"pid": os.getppid(), "host": socket.gethostname(), "started": "then"}, f)
+        with mock.patch.object(workdir, "fcntl", None):
+            with self.assertRaisesRegex(workdir.WorkdirInUseError, rf"pid {os.getppid()} on"):
+                with workdir.locked(directory, say=print):
+                    pass
+
+    def test_an_unwritable_workdir_is_one_line(self):
+        blocker = os.path.join(self.get_temp_dir(), "file")
+        open(blocker, "w").close()
+        with self.assertRaisesRegex(ConfigError, r"^cannot write to workdir '.*file/run' \(NotADirectoryError"):
+            with workdir.locked(os.path.join(blocker, "run")):
+                pass
 
 
 if __name__ == "__main__":

@@ -162,6 +162,13 @@ def _mixed_precision(key, value):
     )
 
 
+def _minutes(key, value):
+    _check(
+        isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 and value == value,
+        f"config.{key} must be a number of minutes, 0 or more (0: none); received {key}={value!r}.",
+    )
+
+
 def _bool(key, value):
     _check(isinstance(value, bool), f"config.{key} must be True or False; received {value!r}.")
 
@@ -185,7 +192,13 @@ GAN_FIELDS = (
 
 #: Fields added after runs were recorded, with the value that means what those runs did: a
 #: `config.json` without one reads as having that value (a resume, the benchmarks' records).
-ADDED_FIELDS = {"warmup": 0, "alternate_every": 0, "warmup_g_lr_scale": 1.0, "ema": {"rampup": None}}
+ADDED_FIELDS = {
+    "warmup": 0,
+    "alternate_every": 0,
+    "warmup_g_lr_scale": 1.0,
+    "ema": {"rampup": None},
+    "checkpoint_minutes": 10,  # how often a run saves, not what it trains
+}
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -201,6 +214,7 @@ FIELDS = {
     "batch_size": _positive_int,
     "steps": _positive_int,
     "steps_per_epoch": _positive_int,
+    "checkpoint_minutes": _minutes,
     "d_lr": _learning_rate,
     "g_lr": _learning_rate,
     "warmup_g_lr_scale": _learning_rate,  # a positive factor

@@ -29,7 +29,9 @@ variables only, without collectives.) All workers restore from the chief's check
 multi-machine workdir must be a shared file system mounted at the same path on every
 machine (the harness writes with Python's file functions: no gs:// paths). After
 a worker dies the others fail within seconds (TensorFlow's heartbeats); rerunning every
-worker's command resumes from the chief's last checkpoint.
+worker's command resumes from the chief's last checkpoint. A signal (Ctrl-C, SIGTERM) that
+reaches some workers stops all of them after the same step (`StopTogether`), each saving there
+(the chief into the workdir), so the rerun resumes from that step.
 
 Replicas and state: spectral norm's power-iteration vector `sn_u` is a sync-on-read variable
 aggregated ONLY_FIRST_REPLICA: each replica updates its own copy in its training calls (no
@@ -48,12 +50,15 @@ import os
 import shutil
 import tempfile
 
+import keras
 import tensorflow as tf
 
+from tf_fusedprop.experiment import interrupt
 from tf_fusedprop.experiment.config import ConfigError
 
 __all__ = [
     "STRATEGIES",
+    "StopTogether",
     "StrategyError",
     "check_run",
     "describe",
@@ -253,3 +258,34 @@ def output_dir(workdir, strategy):
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+class StopTogether(keras.callbacks.Callback):
+    """Under several workers, stops every worker after the same train-function call when a
+    signal reached any of them: each keeps its signal (`interrupt.Signals.deferred`, held over
+    the whole `fit` by `train_lib`), and after every call the workers agree with one all-reduce
+    (how many replicas got each signal), then all raise `interrupt.Interrupted`. A worker stopped
+    alone would leave the others waiting in the next step's collectives.
+
+    Args:
+      strategy: the multi-worker strategy.
+      signals: this worker's `interrupt.Signals`.
+    """
+
+    def __init__(self, strategy, signals):
+        super().__init__()
+        self.signals = signals
+
+        @tf.function
+        def agree(received):  # a count per stopping signal, summed over every replica of every worker
+            return strategy.reduce("SUM", strategy.run(tf.identity, args=(received,)), axis=None)
+
+        self._agree = agree
+
+    def on_train_batch_end(self, batch, logs=None):
+        mine = [float(self.signals.received == signum) for signum in interrupt.STOPPING]
+        counts = self._agree(tf.constant(mine, tf.float32)).numpy()
+        stopping = [signum for signum, count in zip(interrupt.STOPPING, counts) if count > 0]
+        if stopping:
+            self.signals.received = None  # acted on here, not again when the deferral ends
+            raise interrupt.Interrupted(stopping[-1])  # SIGTERM over Ctrl-C when both came

@@ -326,9 +326,13 @@ def decode_once(
     if os.path.exists(os.path.join(cache_path, "meta.json")):
         return _load(cache_path, reused=True)
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+    files.remove_stale_temporaries(os.path.dirname(cache_path))  # a preparation killed midway
     workers = machine.cores() if workers is None else workers
     images = reader.images(image_size, log, workers=max(1, workers), reduce_jpegs=reduce_jpegs)
-    files.atomic_write(cache_path, lambda tmp: _write(reader, images, image_size, channels, tmp))
+    needed = reader.count * image_size * image_size * 3 if reader.count else None
+    files.atomic_write(
+        cache_path, lambda tmp: _write(reader, images, image_size, channels, tmp), "the image cache", needed
+    )
     try:
         return _load(cache_path, reused=False)
     except FileNotFoundError:  # another worker's identical cache replaced ours just now
@@ -419,10 +423,11 @@ class _Progress:
 class _FilesReader:
     """A folder or zip: `fingerprint`, `class_names` (or None), `images(image_size, log,
     workers, reduce_jpegs)` yielding `(image, label)` (`_decode`'s images; label None without classes), `skipped`
-    (the paths that did not decode, once iterated) and `nothing_decodes()`, the error."""
+    (the paths that did not decode, once iterated), `count` (the files) and `nothing_decodes()`, the error."""
 
     def __init__(self, path):
         self.source = open_source(path)
+        self.count = len(self.source.members)
         self.fingerprint = self.source.fingerprint
         self.class_names = self.source.class_names()
         self.skipped = []
@@ -472,7 +477,7 @@ class _TfdsReader:
     def __init__(self, spec, data_dir):
         import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
-        self.spec, self.data_dir, self.skipped = spec, data_dir, []
+        self.spec, self.data_dir, self.skipped, self.count = spec, data_dir, [], None
         name, _, split = spec[len("tfds:") :].partition(":")
         self.name, self.split = name, split or "train"
         where = data_dir if data_dir is not None else f"None (TFDS's default, {tfds.core.constants.DATA_DIR})"

@@ -12,15 +12,16 @@ from tf_fusedprop.experiment import files
 __all__ = ["image_grid", "scatter_plot", "write_png"]
 
 
-def write_png(path, image):
-    """Writes a uint8 `[height, width, channels]` array as a PNG file, atomically."""
+def write_png(path, image, what="the sample grid"):
+    """Writes a uint8 `[height, width, channels]` array as a PNG file, atomically (`files.atomic_write`:
+    `files.WriteError` naming `what` when the disk is full or not writable)."""
     data = tf.io.encode_png(np.asarray(image, dtype=np.uint8)).numpy()
 
     def write(tmp_path):
         with open(tmp_path, "wb") as f:
             f.write(data)
 
-    files.atomic_write(path, write)
+    files.atomic_write(path, write, what, len(data))
 
 
 def image_grid(images, columns=None, padding=1, min_cell=32):

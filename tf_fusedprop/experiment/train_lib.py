@@ -61,6 +61,7 @@ epoch writes nothing, so `backup/` keeps the last good checkpoint to resume from
 
 import contextlib
 import os
+import signal
 import time
 
 import keras
@@ -71,7 +72,7 @@ from tf_fusedprop import conv_weight_gradients
 from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import optimizers as fp_optimizers
 from tf_fusedprop import precision as fp_precision
-from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files
+from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files, interrupt
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
@@ -133,27 +134,44 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         _print(f"Run already complete: {run.summary_path}")
         return run.summary
     make_evaluator = data.evaluation(enabled=distribution.is_chief(strategy))
-    checkpoint = callbacks.BackupAndRestore(run.backup_dir)
+    _, steps_per_epoch = schedule(config)
+    signals = interrupt.Signals()
+    checkpoint = callbacks.BackupAndRestore(run.backup_dir, steps_per_epoch, config.checkpoint_minutes, signals)
     _clear_global_seed()
-    pipeline = distribution.shard_by_data(_resumed(data.pipeline(config.seed), checkpoint.metadata()))
-    with distribution.output_dir(run.path, strategy) as out, _kept_weight_gradients(out):
+    pipeline = data.pipeline(config.seed)
+    chief = distribution.is_chief(strategy)
+    with (
+        signals,
+        distribution.output_dir(run.path, strategy) as out,
+        fp_workdir.locked(out, say=_print) if chief else contextlib.nullcontext(),
+        _kept_weight_gradients(out),
+    ):
+        for directory in (out, run.backup_dir):
+            files.remove_stale_temporaries(directory)
         rerun_changes = run.start(out, checkpoint.metadata())
         if config.num_classes is not None:
             files.write_json(os.path.join(out, "classes.json"), data.class_names)
         evaluator, note = make_evaluator(run.cache_dir)
         gan, precision, initial_epoch = _build(config, data, strategy, checkpoint)
         # Other workers run the chief's callbacks (the same variable reads), writing under `out`.
-        saving = checkpoint if out == run.path else callbacks.BackupAndRestore(os.path.join(out, "backup"))
+        saving = checkpoint
+        if out != run.path:
+            saving = callbacks.BackupAndRestore(
+                os.path.join(out, "backup"), steps_per_epoch, config.checkpoint_minutes, signals
+            )
+            saving.resume(checkpoint.metadata())
         hooks = callbacks.RunCallbacks.create(config, data, out, evaluator, saving, initial_epoch)
         notes = [fitted, note, distribution.fit_under(gan, strategy), *rerun_changes]
-        _announce(config, strategy, precision, run, out, gan, initial_epoch, notes)
-        _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose)
+        _announce(config, strategy, precision, run, out, gan, checkpoint.metadata(), notes)
+        several = distribution.facts(strategy)["workers"] > 1
+        together = distribution.StopTogether(strategy, signals) if several else None
+        _fit(config, gan, pipeline, hooks, out, checkpoint.metadata(), verbose, together)
         try:
             return _write_results(
                 config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
             )
-        except KeyboardInterrupt:
-            raise _interruption(gan, saving, out, trained=True) from None
+        except KeyboardInterrupt as err:
+            raise _interruption(gan, saving, out, err, trained=True) from None
 
 
 def _clear_global_seed():
@@ -207,8 +225,8 @@ def g_learning_rate(config):
     )
 
 
-def _announce(config, strategy, precision, run, out, gan, initial_epoch, notes):
-    """Prints what is about to be trained, where, how, from which epoch, and the notes."""
+def _announce(config, strategy, precision, run, out, gan, checkpoint, notes):
+    """Prints what is about to be trained, where, how, from which step, and the notes."""
     epochs, steps_per_epoch = schedule(config)
     _print(distribution.describe(strategy))
     _print(f"precision: {precision.policy} ({precision.reason})")
@@ -221,40 +239,79 @@ def _announce(config, strategy, precision, run, out, gan, initial_epoch, notes):
     plugins = [repr(p) for p in (gan.form, *gan.regularizers, gan.augment, gan.ema, gan.lookahead) if p is not None]
     _print(f"step: {', '.join(plugins)}")
     _print(f"Writing to {run.path}; rerun the same command (or pass --workdir={run.path}) to resume it.")
-    if initial_epoch:
-        _print(f"Resuming from epoch {initial_epoch}/{epochs} ({int(gan.g_optimizer.iterations.numpy())} steps done).")
+    if checkpoint and checkpoint.get("epoch_steps"):
+        _print(
+            f"Resuming from step {checkpoint['steps']}: epoch {checkpoint['epoch'] + 1}/{epochs}, "
+            f"{checkpoint['epoch_steps']} of its {steps_per_epoch} steps done."
+        )
+    elif checkpoint:
+        _print(f"Resuming from epoch {checkpoint['epoch']}/{epochs} ({checkpoint['steps']} steps done).")
     for note in notes:
         if note:
             _print(note)
 
 
-def _fit(config, gan, pipeline, hooks, out, initial_epoch, verbose):
-    """`gan.fit` over the config's epochs; a divergence stops it (`divergence.TrainingDivergedError`),
-    and so does Ctrl-C (`interrupt.TrainingInterrupted`)."""
+def segments(checkpoint, epochs, steps_per_epoch):
+    """The `fit` calls that train a run on from its `checkpoint` (metadata, or None): triples
+    `(initial_epoch, steps_per_epoch, first_batch)`, the rest of a broken epoch first (one epoch
+    of its remaining steps), then the whole epochs left (as one call); none when every epoch is
+    done. `first_batch` is where the call starts reading the data stream: one batch per step."""
+    epoch, within, batch = (
+        (checkpoint["epoch"], checkpoint.get("epoch_steps", 0), checkpoint["steps"]) if checkpoint else (0, 0, 0)
+    )
+    calls = []
+    if within:
+        calls.append((epoch, steps_per_epoch - within, batch))
+        epoch, batch = epoch + 1, batch + steps_per_epoch - within
+    return calls + ([(epoch, steps_per_epoch, batch)] if epoch < epochs else [])
+
+
+class _StopAfterThisEpoch(keras.callbacks.Callback):
+    """Ends `fit` after its first epoch: the rest of a broken epoch, trained on its own."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.stop_training = True
+
+
+def _fit(config, gan, pipeline, hooks, out, checkpoint_metadata, verbose, together=None):
+    """`gan.fit` from the checkpoint's step to the config's last epoch (`segments`). Every step
+    takes one batch of the (deterministically shuffled) stream, so a call that starts at step n
+    skips n batches and sees those an uninterrupted run would have. A divergence stops it
+    (`divergence.TrainingDivergedError`), and so does a signal (`interrupt.TrainingInterrupted`,
+    after a checkpoint at the step reached); under several workers (`together`, a
+    `distribution.StopTogether`) signals wait for the workers to agree after a call."""
     epochs, steps_per_epoch = schedule(config)
     checkpoint = hooks.all[-1]
     try:
-        gan.fit(
-            pipeline,
-            epochs=epochs,
-            steps_per_epoch=steps_per_epoch,
-            initial_epoch=initial_epoch,
-            callbacks=[divergence.DivergenceMonitor(checkpoint, out)] + hooks.all,
-            verbose=verbose,
-            shuffle=False,
-        )
+        with together.signals.deferred() if together else contextlib.nullcontext():
+            for initial_epoch, length, first_batch in segments(checkpoint_metadata, epochs, steps_per_epoch):
+                gan.fit(
+                    distribution.shard_by_data(pipeline.skip(first_batch) if first_batch else pipeline),
+                    epochs=epochs,
+                    steps_per_epoch=length,
+                    initial_epoch=initial_epoch,
+                    callbacks=[divergence.DivergenceMonitor(checkpoint, out)]
+                    + ([together] if together else [])
+                    + hooks.all
+                    + ([_StopAfterThisEpoch()] if length != steps_per_epoch else []),
+                    verbose=verbose,
+                    shuffle=False,
+                )
     except divergence.TrainingDivergedError:
         hooks.writer.close()
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         hooks.writer.close()
-        raise _interruption(gan, checkpoint, out) from None
+        checkpoint.save(gan)
+        raise _interruption(gan, checkpoint, out, err) from None
 
 
-def _interruption(gan, checkpoint, out, trained=False):
-    """The `TrainingInterrupted` of a Ctrl-C at `gan`'s step, with `checkpoint`'s last save."""
+def _interruption(gan, checkpoint, out, signal_error, trained=False):
+    """The `TrainingInterrupted` of a signal (`signal_error`, an `interrupt.Interrupted` or a
+    plain `KeyboardInterrupt`) at `gan`'s step, with `checkpoint`'s last save."""
     step = int(gan.g_optimizer.iterations.numpy())
-    return TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out, trained)
+    signum = getattr(signal_error, "signum", signal.SIGINT)
+    return TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out, trained, signum)
 
 
 def build_gan(config, precision=None, network_inputs=None):
@@ -303,13 +360,6 @@ def _print(*args):
     print(*args, flush=True)
 
 
-def _resumed(pipeline, checkpoint):
-    """The training batches from where the checkpoint stopped: every step takes one batch of
-    the (deterministically shuffled) stream, so a resumed run skips the checkpoint's steps and
-    sees the batches the uninterrupted run would have."""
-    return pipeline.skip(checkpoint["steps"]) if checkpoint else pipeline
-
-
 def _write_results(config, gan, workdir, evaluator, hooks, initial_epoch, start, precision, strategy_facts):
     """Exports G, writes and returns the summary, and prints the final metrics."""
     metrics = {}
@@ -320,7 +370,7 @@ def _write_results(config, gan, workdir, evaluator, hooks, initial_epoch, start,
             for key, value in metrics.items()
         }
     generator_path = os.path.join(workdir, "generator")
-    files.atomic_write(generator_path, gan.export_generator)
+    files.atomic_write(generator_path, gan.export_generator, "the exported generator")
     hooks.writer.close()
     epochs, _ = schedule(config)
     samples = hooks.grid.last_path or hooks.grid.path(epochs - 1)
@@ -345,7 +395,7 @@ def _write_results(config, gan, workdir, evaluator, hooks, initial_epoch, start,
         **strategy_facts,
     }
     summary_path = os.path.join(workdir, "summary.json")
-    files.write_json(summary_path, summary)
+    files.write_json(summary_path, summary, "the summary")
     if evaluator is not None:
         _print(evaluator.describe(metrics))
     rate = f", {hooks.throughput.steps_per_second:.1f} steps/s" if hooks.throughput.steps_per_second else ""

@@ -16,13 +16,26 @@ finished run (`summary.json`) is not trained again. Two kinds of change are allo
   length, and a run cannot be shortened below what it trained (`schedule_change_refused`,
   `record_steps`).
 Where the caches are (`cache_dir`) is not part of a run: a rerun may name another (a cache
-moved, or a workdir copied beside another one), and `config.json` takes it (`record_cache_dir`).
+moved, or a workdir copied beside another one), and `config.json` takes it (`record_cache_dir`);
+nor is how often it saves within an epoch (`checkpoint_minutes`).
+
+One run per workdir: `locked(path)` holds `path/lock` (the owner's pid, host and start time)
+while a run trains there; a second run is refused in one line naming the owner, and a lock
+whose process is gone is taken over with one line.
 """
 
+import contextlib
 import dataclasses
 import datetime
 import glob
+import json
 import os
+import socket
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: the owner's pid and host alone decide
+    fcntl = None
 
 from tf_fusedprop.experiment import downloads, files
 from tf_fusedprop.experiment.config import ConfigError, json_values, with_added_fields
@@ -35,6 +48,7 @@ __all__ = [
     "describe_learning_rate_change",
     "find",
     "learning_rate_changes",
+    "locked",
     "make_workdir",
     "record_cache_dir",
     "record_learning_rates",
@@ -51,6 +65,9 @@ RESUMABLE_CHANGES = ("d_lr", "g_lr")
 STEPS = "steps"
 #: The config field of where the caches are: a rerun may change it (`record_cache_dir`).
 CACHE_DIR = "cache_dir"
+#: How often a run saves within an epoch: a rerun may change it, and it is not recorded.
+CHECKPOINT_MINUTES = "checkpoint_minutes"
+LOCK = "lock"
 
 
 def default_workdir(config, runs_root="runs"):
@@ -108,7 +125,7 @@ def completed_run(workdir, config):
     if not os.path.exists(config_path):
         return None
     stored, wanted = with_added_fields(files.read_json(config_path)), json_values(config)
-    difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS, CACHE_DIR))
+    difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS, CACHE_DIR, CHECKPOINT_MINUTES))
     if difference:
         key, old, new = difference
         raise ConfigError(
@@ -311,3 +328,96 @@ def find(config, workdir=None, runs_root="runs"):
     """
     path = os.fspath(workdir) if workdir is not None else default_workdir(config, runs_root)
     return Workdir(path, config, completed_run(path, config))
+
+
+class WorkdirInUseError(ConfigError):
+    """Another run trains in the workdir (`locked`)."""
+
+
+@contextlib.contextmanager
+def locked(path, say=print):
+    """Holds `path/lock` while the block runs: one run per workdir.
+
+    The lock is an open file under `fcntl.flock`, which the system releases when its process
+    ends however it ends, holding `{"pid", "host", "started"}` for the message. A lock that
+    another process holds refuses this run; one whose process is gone is taken over, and
+    `say` is called with one line saying so. Where `flock` is not available, the pid and
+    host decide (a lock of a process of this host that no longer runs is stale). The file is
+    emptied when the block ends.
+
+    Raises:
+      WorkdirInUseError: another run holds it (one line naming its pid and host).
+      ConfigError: `path` cannot be written.
+    """
+    lock_path = os.path.join(path, LOCK)
+    try:
+        os.makedirs(path, exist_ok=True)
+        handle = open(lock_path, "a+")
+    except OSError as err:
+        raise ConfigError(
+            f"cannot write to workdir {path!r} ({type(err).__name__}: {err.strerror or err}); "
+            "pass a writable directory with --workdir=DIR."
+        ) from None
+    with handle:
+        handle.seek(0)
+        owner = _owner(handle.read())
+        state = _lock_file(handle)
+        if state == "held by another" or (state == "unsupported" and owner and _running(owner)):
+            raise WorkdirInUseError(
+                f"workdir {path} is in use by another run (pid {owner.get('pid', '?')} on {owner.get('host', '?')}, "
+                f"since {owner.get('started', '?')}): wait for it to end or stop it, or pass another --workdir."
+            )
+        if owner:
+            say(
+                f"Took over the lock of workdir {path} from pid {owner.get('pid')} on {owner.get('host')} "
+                f"(since {owner.get('started')}): that process is gone."
+            )
+        now = datetime.datetime.now().isoformat(" ", "seconds")
+        _rewrite(handle, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now}) + "\n")
+        try:
+            yield
+        finally:
+            # Emptied, not removed: a process that opened the file meanwhile must lock this one.
+            with contextlib.suppress(OSError):
+                _rewrite(handle, "")
+
+
+def _rewrite(handle, text):
+    handle.seek(0)
+    handle.truncate()
+    handle.write(text)
+    handle.flush()
+
+
+def _owner(text):
+    try:
+        owner = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return {"pid": "?", "host": "?", "started": "?"}
+    return owner if isinstance(owner, dict) else {}
+
+
+def _lock_file(handle):
+    """ "held" (by this process now), "held by another", or "unsupported" (no `flock` here)."""
+    if fcntl is None:
+        return "unsupported"
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return "held by another"
+    except OSError:  # a file system without flock
+        return "unsupported"
+    return "held"
+
+
+def _running(owner):
+    """Whether the lock's owner may still run: another host's may; this host's if its pid does."""
+    if owner.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(owner["pid"]), 0)
+    except (ProcessLookupError, ValueError, KeyError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True

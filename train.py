@@ -82,8 +82,8 @@ TENSORFLOW_ENVIRONMENT = {
     "TF_ENABLE_ONEDNN_OPTS": "1",
     # One thread runs a step's ops one after another (each op still uses every core). With more,
     # the bfloat16 step at 64 px and batch 64 rounded differently from call to call (G's last
-    # up-sampling block: its kernel and input gradients), so one seed did not repeat; one costs
-    # nothing measurable on 2 cores (docs/guide.md#same-seed-same-run, benchmarks/inter_op_threads.py).
+    # up-sampling block: its kernel and input gradients), so one seed did not repeat. It costs the
+    # fused step 6% at 64 px on 2 cores (docs/guide.md#same-seed-same-run); =0 is TF's default.
     "TF_NUM_INTEROP_THREADS": "1",
 }
 
@@ -373,8 +373,16 @@ def _interrupted_status(message, err):
 
 def run(argv):
     """Parses `argv` (with the program name first), trains, and returns the exit status."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminated)  # Said in one line, as Ctrl-C is.
+    if threading.current_thread() is not threading.main_thread():
+        return _run(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)  # Said in one line, as Ctrl-C is.
+    try:
+        return _run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv):
     typed_argv, argv = argv, _resolve_config_paths(argv)
     if any(arg in ("-h", "--help", "--helpfull", "-?") for arg in argv[1:]):
         print(__doc__)

@@ -5,7 +5,8 @@ train under a two-replica `MirroredStrategy` in this process (`testing_utils.two
 Ops outside a strategy run on the first, as on an unsplit CPU. And oneDNN on, as `train.py` turns
 it on for its users: TensorFlow reads the setting once, when it is imported, so without it here a
 training run in this process (oneDNN off on an AVX2-only CPU) and one in a subprocess started after
-`train.run` set it (on) would round differently, and a resumed run would not equal a straight one.
+`train.run` set it (on) would round differently, and a resumed run would not equal a straight one;
+the same for train.py's one inter-op thread.
 And no test fetches TF-GAN's Inception from the internet: `inception_path="auto"` (the CIFAR-10 and
 images configs' default) is pointed at a file that does not exist, so it takes the offline path at
 once (the tests of the fetch serve a stand-in module themselves). The cache directory is made
@@ -25,6 +26,7 @@ if "TF_FUSEDPROP_CACHE" not in os.environ:
     _SESSION_CACHE = tempfile.mkdtemp(prefix="tf_fusedprop-test-cache-")
     os.environ["TF_FUSEDPROP_CACHE"] = _SESSION_CACHE
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")  # as train.py: one seed, one run (docs/guide.md)
 os.environ.setdefault(
     "TF_FUSEDPROP_INCEPTION_URL", "file://" + os.path.join(os.environ["TF_FUSEDPROP_CACHE"], "no-inception.tar.gz")
 )

@@ -716,14 +716,14 @@ def _start_waiting_at_step(test, args, workdir, step, tmp):
 
 
 class InterruptTest(tu.TestCase):
-    def test_signals_and_a_full_disk_mid_epoch_lose_no_step_and_every_resume_ends_as_the_uninterrupted_run(self):
-        """Three runs wait at update 70 (mid-epoch: epochs of 50, calls of 10): one gets Ctrl-C,
-        one SIGTERM, and one SIGTERM when its disk (a small tmpfs) is full."""
+    def test_ctrl_c_and_a_full_disk_mid_epoch_lose_no_step_and_every_resume_ends_as_the_uninterrupted_run(self):
+        """Two runs wait at update 70 (mid-epoch: epochs of 50, calls of 10): one gets Ctrl-C, the
+        other SIGTERM when its disk (a small tmpfs) is full. (SIGTERM's own exit, 143 after its
+        checkpoint, is distribution_test's, where it stops two workers.)"""
         tmp = self.get_temp_dir()
         disk = tu.small_disk(self, megabytes=8)
         args = [*_TINY_RING8, "--config.steps=150", "--config.steps_per_epoch=50", "--config.eval_samples=0"]
-        workdirs = {"SIGINT": os.path.join(tmp, "sigint"), "SIGTERM": os.path.join(tmp, "sigterm")}
-        workdirs["full"] = os.path.join(disk, "run")
+        workdirs = {"SIGINT": os.path.join(tmp, "sigint"), "full": os.path.join(disk, "run")}
         started = {name: _start_waiting_at_step(self, args, workdir, 70, tmp) for name, workdir in workdirs.items()}
         deadline = time.monotonic() + 180
         for process, waiting in started.values():
@@ -731,23 +731,22 @@ class InterruptTest(tu.TestCase):
                 self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
                 time.sleep(0.02)
         filler = tu.fill_disk(disk)
-        for name, signum in (("SIGINT", signal.SIGINT), ("SIGTERM", signal.SIGTERM), ("full", signal.SIGTERM)):
+        for name, signum in (("SIGINT", signal.SIGINT), ("full", signal.SIGTERM)):
             started[name][0].send_signal(signum)
         errors = {}
         for name, (process, _) in started.items():
             _, errors[name] = process.communicate(timeout=60)
         statuses = {name: process.returncode for name, (process, _) in started.items()}
-        self.assertEqual(statuses, {"SIGINT": 130, "SIGTERM": 143, "full": 2}, errors)
-        for name, what in (("SIGINT", "interrupted"), ("SIGTERM", "stopped by SIGTERM")):
-            self.assertRegex(
-                errors[name],
-                rf"^{what} at step 70, saved in .*backup; run python .*train.py .*--workdir=.*{name.lower()}'? to "
-                r"resume from it\n$",
-            )
-            saved = _read_json(os.path.join(workdirs[name], "backup", "checkpoint.json"))
-            self.assertEqual(
-                {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 70, "epoch_steps": 20}
-            )
+        self.assertEqual(statuses, {"SIGINT": 130, "full": 2}, errors)
+        self.assertRegex(
+            errors["SIGINT"],
+            r"^interrupted at step 70, saved in .*backup; run python .*train.py .*--workdir=.*sigint'? to resume from "
+            r"it\n$",
+        )
+        saved = _read_json(os.path.join(workdirs["SIGINT"], "backup", "checkpoint.json"))
+        self.assertEqual(
+            {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 70, "epoch_steps": 20}
+        )
         self.assertRegex(
             errors["full"],
             r"^error: cannot write the checkpoint to .*/run/backup/step_00000070.weights.h5: No space left on device "
@@ -767,7 +766,6 @@ class InterruptTest(tu.TestCase):
         workdirs["straight"] = os.path.join(tmp, "straight")
         resumed = {
             "SIGINT": "Resuming from step 70: epoch 2/3, 20 of its 50 steps done.",
-            "SIGTERM": "Resuming from step 70: epoch 2/3, 20 of its 50 steps done.",
             "full": "Resuming from epoch 1/3 (50 steps done).",
             "copied": "Resuming from epoch 1/3 (50 steps done).",
         }
@@ -785,8 +783,7 @@ class InterruptTest(tu.TestCase):
         logged = {name: tu.read_events(os.path.join(d, "logs")) for name, d in workdirs.items()}
         for key in ("d_loss", "g_loss", "real_logit", "fake_logit"):
             series = {name: sorted((step, float(value)) for step, _, value in logged[name][key]) for name in workdirs}
-            for name in ("SIGINT", "SIGTERM"):
-                self.assertEqual(series[name], series["straight"], f"{name}: {key}")
+            self.assertEqual(series["SIGINT"], series["straight"], key)
 
 
 _TINY_RING8 = [

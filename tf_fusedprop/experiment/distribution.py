@@ -287,5 +287,4 @@ class StopTogether(keras.callbacks.Callback):
         counts = self._agree(tf.constant(mine, tf.float32)).numpy()
         stopping = [signum for signum, count in zip(interrupt.STOPPING, counts) if count > 0]
         if stopping:
-            self.signals.received = None  # acted on here, not again when the deferral ends
-            raise interrupt.Interrupted(stopping[-1])  # SIGTERM over Ctrl-C when both came
+            self.signals.stop(stopping[-1])  # SIGTERM over Ctrl-C when both came

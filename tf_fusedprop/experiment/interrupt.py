@@ -97,9 +97,10 @@ def _position(checkpoint):
 
 class Signals:
     """While installed (`with Signals():`), SIGINT and SIGTERM raise `Interrupted` in the main
-    thread, at once or, inside `deferred()`, when the block ends; a signal while one is pending
-    changes nothing. Installed only from the main thread (Python delivers signals there);
-    elsewhere it installs nothing.
+    thread, at once or, inside `deferred()`, when the block ends. Once one was raised (the run is
+    stopping: saving its checkpoint), further signals are ignored, and so is a signal while one
+    is pending. Installed only from the main thread (Python delivers signals there); elsewhere it
+    installs nothing.
 
     A train-function call is one call into TensorFlow, and Python runs a signal's handler only
     between its own bytecodes: the step (or the `steps_per_execution` steps) in progress
@@ -107,10 +108,12 @@ class Signals:
 
     Attributes:
       received: the number of the signal pending in a `deferred()` block, or None.
+      stopping: whether an `Interrupted` was raised (`stop`).
     """
 
     def __init__(self):
         self.received = None
+        self.stopping = False
         self._deferring = 0
         self._previous = {}
 
@@ -125,6 +128,11 @@ class Signals:
             signal.signal(signum, handler)
         self._previous.clear()
 
+    def stop(self, signum):
+        """Raises `Interrupted(signum)`, the pending signal forgotten and later ones ignored."""
+        self.received, self.stopping = None, True
+        raise Interrupted(signum)
+
     @contextlib.contextmanager
     def deferred(self):
         """Within it a signal waits: a checkpoint being written completes, then `Interrupted` is raised."""
@@ -134,13 +142,12 @@ class Signals:
         finally:
             self._deferring -= 1
         if not self._deferring and self.received is not None:
-            signum, self.received = self.received, None
-            raise Interrupted(signum)
+            self.stop(self.received)
 
     def _handle(self, signum, frame):
         del frame
-        if self.received is not None:
+        if self.stopping or self.received is not None:
             return  # A second Ctrl-C must not break the checkpoint being written.
         if not self._deferring:
-            raise Interrupted(signum)
+            self.stop(signum)
         self.received = signum

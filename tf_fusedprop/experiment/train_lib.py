@@ -14,7 +14,8 @@ if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 | `learning_rates.json` | the learning-rate changes of reruns (epoch, step, from, to), if any |
 | `samples/epoch_XXXX.png` | a sample grid (2-D data: a scatter plot) after every epoch |
 | `logs/` | TensorBoard events: losses, logits, steps/s, metrics, sample grids, config |
-| `backup/` | the last epoch's checkpoint (weights, optimizers, latent sampler) |
+| `backup/` | the last checkpoint (weights, optimizers, every seed stream and plugin state) |
+| `lock` | the pid, host and start time of the run training here (empty when none is) |
 | `generator/` | G as a SavedModel: `generator = tf.saved_model.load(path)`, then `generator.serve(z)` |
 | `summary.json` | steps, steps/s, final metrics, metrics per evaluation (`history`), config, paths |
 | `summary_N.json` | the summary of the first N steps, when a rerun lengthened the schedule |
@@ -30,11 +31,13 @@ train), `wall_seconds` (this process), `resumed_from_epoch`, `precision` (`{"pol
 `callbacks.Evaluation`), paths `workdir`, `samples`, `generator`, `config`, and `strategy`,
 `replicas`, `workers` (`distribution.facts`).
 
-Resume: rerunning with the same workdir and config continues after the last completed
-epoch with the same step count, weights, optimizer state, every seed stream (latents,
-augmentation, penalties) and the data stream's position (the stream skips the batches already
-trained), so a resumed run ends with the weights of an uninterrupted one. Earlier epochs'
-files are kept. A rerun may
+Resume: rerunning with the same workdir and config continues from the last checkpoint (every
+epoch's end, every `config.checkpoint_minutes` within an epoch, and the step a Ctrl-C or SIGTERM
+stopped at: `interrupt`, `callbacks.BackupAndRestore`) with the same step count, weights,
+optimizer state, every seed stream (latents, augmentation, penalties), the data stream's
+position (the stream skips the batches already trained) and, within an epoch, the epoch's
+metric sums, so a resumed run ends with the weights and logs of an uninterrupted one. Earlier
+epochs' files are kept. One run trains in a workdir at a time (`workdir.locked`). A rerun may
 change `d_lr` and `g_lr` (recorded in `learning_rates.json`) and `steps` (a finished run trains
 on to a longer schedule, as an uninterrupted run of that length; `workdir.record_steps`); the
 rest must match. Without an
@@ -116,7 +119,10 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
       image_files.ImageSourceError: a user's images cannot be read.
       divergence.TrainingDivergedError: a loss or gradient became non-finite; the last good
         checkpoint is kept.
-      interrupt.TrainingInterrupted: Ctrl-C during training; the last checkpoint is kept.
+      interrupt.TrainingInterrupted: Ctrl-C or SIGTERM during training, after a checkpoint at the
+        step reached.
+      files.WriteError: the disk is full or not writable (the last good checkpoint is kept).
+      workdir.WorkdirInUseError: another run trains in the workdir.
     """
     start = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
@@ -251,7 +257,7 @@ def _announce(config, strategy, precision, run, out, gan, checkpoint, notes):
             _print(note)
 
 
-def segments(checkpoint, epochs, steps_per_epoch):
+def _segments(checkpoint, epochs, steps_per_epoch):
     """The `fit` calls that train a run on from its `checkpoint` (metadata, or None): triples
     `(initial_epoch, steps_per_epoch, first_batch)`, the rest of a broken epoch first (one epoch
     of its remaining steps), then the whole epochs left (as one call); none when every epoch is
@@ -274,7 +280,7 @@ class _StopAfterThisEpoch(keras.callbacks.Callback):
 
 
 def _fit(config, gan, pipeline, hooks, out, checkpoint_metadata, verbose, together=None):
-    """`gan.fit` from the checkpoint's step to the config's last epoch (`segments`). Every step
+    """`gan.fit` from the checkpoint's step to the config's last epoch (`_segments`). Every step
     takes one batch of the (deterministically shuffled) stream, so a call that starts at step n
     skips n batches and sees those an uninterrupted run would have. A divergence stops it
     (`divergence.TrainingDivergedError`), and so does a signal (`interrupt.TrainingInterrupted`,
@@ -284,7 +290,7 @@ def _fit(config, gan, pipeline, hooks, out, checkpoint_metadata, verbose, togeth
     checkpoint = hooks.all[-1]
     try:
         with together.signals.deferred() if together else contextlib.nullcontext():
-            for initial_epoch, length, first_batch in segments(checkpoint_metadata, epochs, steps_per_epoch):
+            for initial_epoch, length, first_batch in _segments(checkpoint_metadata, epochs, steps_per_epoch):
                 gan.fit(
                     distribution.shard_by_data(pipeline.skip(first_batch) if first_batch else pipeline),
                     epochs=epochs,

@@ -144,7 +144,11 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     signals = interrupt.Signals()
     checkpoint = callbacks.BackupAndRestore(run.backup_dir, steps_per_epoch, config.checkpoint_minutes, signals)
     _clear_global_seed()
-    pipeline = data.pipeline(config.seed)
+    epochs = schedule(config)[0]
+    calls = [  # one pipeline per fit call, all made now (see _segments)
+        (initial_epoch, length, distribution.shard_by_data(_from_batch(data.pipeline(config.seed), first_batch)))
+        for initial_epoch, length, first_batch in _segments(checkpoint.metadata(), epochs, steps_per_epoch)
+    ]
     chief = distribution.is_chief(strategy)
     with (
         signals,
@@ -171,7 +175,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         _announce(config, strategy, precision, run, out, gan, checkpoint.metadata(), notes)
         several = distribution.facts(strategy)["workers"] > 1
         together = distribution.StopTogether(strategy, signals) if several else None
-        _fit(config, gan, pipeline, hooks, out, checkpoint.metadata(), verbose, together)
+        _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together)
         try:
             return _write_results(
                 config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
@@ -261,7 +265,12 @@ def _segments(checkpoint, epochs, steps_per_epoch):
     """The `fit` calls that train a run on from its `checkpoint` (metadata, or None): triples
     `(initial_epoch, steps_per_epoch, first_batch)`, the rest of a broken epoch first (one epoch
     of its remaining steps), then the whole epochs left (as one call); none when every epoch is
-    done. `first_batch` is where the call starts reading the data stream: one batch per step."""
+    done. `first_batch` is where the call starts reading the data stream: one batch per step.
+
+    Each call needs a pipeline of its own, made as the first one is (before `_build` seeds
+    TensorFlow): a shuffling pipeline iterated a second time in one process reshuffles (tf.data's
+    `reshuffle_each_iteration` keeps its count in the dataset), so a second `fit` over the same
+    pipeline would read another order than a fresh process does."""
     epoch, within, batch = (
         (checkpoint["epoch"], checkpoint.get("epoch_steps", 0), checkpoint["steps"]) if checkpoint else (0, 0, 0)
     )
@@ -272,6 +281,13 @@ def _segments(checkpoint, epochs, steps_per_epoch):
     return calls + ([(epoch, steps_per_epoch, batch)] if epoch < epochs else [])
 
 
+def _from_batch(pipeline, first_batch):
+    """The training batches from `first_batch` on: every step takes one batch of the
+    (deterministically shuffled) stream, so a resumed run skips the steps already trained and
+    sees the batches the uninterrupted run would have."""
+    return pipeline.skip(first_batch) if first_batch else pipeline
+
+
 class _StopAfterThisEpoch(keras.callbacks.Callback):
     """Ends `fit` after its first epoch: the rest of a broken epoch, trained on its own."""
 
@@ -279,20 +295,19 @@ class _StopAfterThisEpoch(keras.callbacks.Callback):
         self.model.stop_training = True
 
 
-def _fit(config, gan, pipeline, hooks, out, checkpoint_metadata, verbose, together=None):
-    """`gan.fit` from the checkpoint's step to the config's last epoch (`_segments`). Every step
-    takes one batch of the (deterministically shuffled) stream, so a call that starts at step n
-    skips n batches and sees those an uninterrupted run would have. A divergence stops it
-    (`divergence.TrainingDivergedError`), and so does a signal (`interrupt.TrainingInterrupted`,
-    after a checkpoint at the step reached); under several workers (`together`, a
-    `distribution.StopTogether`) signals wait for the workers to agree after a call."""
-    epochs, steps_per_epoch = schedule(config)
+def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None):
+    """`gan.fit` over `calls`, `(initial_epoch, length, dataset)` of `_segments`, in the run's
+    `epochs` of `steps_per_epoch` (a call of another length trains the rest of a broken epoch). A
+    divergence stops it (`divergence.TrainingDivergedError`), and so does a signal
+    (`interrupt.TrainingInterrupted`, after a checkpoint at the step reached); under several
+    workers (`together`, a `distribution.StopTogether`) signals wait for the workers to agree
+    after a call."""
     checkpoint = hooks.all[-1]
     try:
         with together.signals.deferred() if together else contextlib.nullcontext():
-            for initial_epoch, length, first_batch in _segments(checkpoint_metadata, epochs, steps_per_epoch):
+            for initial_epoch, length, dataset in calls:
                 gan.fit(
-                    distribution.shard_by_data(pipeline.skip(first_batch) if first_batch else pipeline),
+                    dataset,
                     epochs=epochs,
                     steps_per_epoch=length,
                     initial_epoch=initial_epoch,

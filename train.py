@@ -373,13 +373,18 @@ def _interrupted_status(message, err):
 
 def run(argv):
     """Parses `argv` (with the program name first), trains, and returns the exit status."""
-    if threading.current_thread() is not threading.main_thread():
-        return _run(argv)
-    previous = signal.signal(signal.SIGTERM, _terminated)  # Said in one line, as Ctrl-C is.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None  # Said in one line, as Ctrl-C is.
     try:
         return _run(argv)
+    except KeyboardInterrupt as err:  # while TensorFlow loads or the config is read: nothing was written
+        what = "interrupted" if getattr(err, "signum", signal.SIGINT) == signal.SIGINT else "stopped by SIGTERM"
+        return _interrupted_status(
+            f"{what} before training started; nothing was trained or written to resume from", err
+        )
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _run(argv):
@@ -428,11 +433,6 @@ def _run(argv):
         return _diverged(err, typed_argv, argv)
     except TrainingInterrupted as err:
         return _interrupted_status(err.describe(_rerun_command(err.workdir, typed_argv)), err)
-    except KeyboardInterrupt as err:
-        what = "interrupted" if getattr(err, "signum", signal.SIGINT) == signal.SIGINT else "stopped by SIGTERM"
-        return _interrupted_status(
-            f"{what} before training started; nothing was trained or written to resume from", err
-        )
     return 0
 
 

@@ -3,7 +3,7 @@
     python benchmarks/interruptions.py [--signals=10] [--seed=0] [--signal=SIGTERM] [-- TRAIN_PY_FLAGS...]
 
 `train.py` (the default job unless flags are given) is started in a new workdir and sent the
-signal `--signals` times, each at a moment drawn uniformly from 0 to 3 / signals of the
+signal `--signals` times, each at a moment drawn uniformly from 0 to 2 / signals of the
 uninterrupted run's duration (measured first: the same command in another workdir) after the
 process starts (start-up included, so that the stops spread over the whole run), the same
 command rerun after each stop; then it is rerun until it finishes. Each stop is one line: when, the exit status, the line `train.py` printed. The last
@@ -90,7 +90,7 @@ def main():
         sys.exit(f"the uninterrupted run failed with status {status}")
     print(f"uninterrupted: {seconds:.0f} s, {straight}")
     draw = random.Random(args.seed)
-    moments = [draw.uniform(0, 3 * seconds / args.signals) for _ in range(args.signals)]
+    moments = [draw.uniform(0, 2 * seconds / args.signals) for _ in range(args.signals)]
     print(f"{args.signal} at: {', '.join(f'{m:.1f}' for m in moments)} s after each process starts", flush=True)
     for index, moment in enumerate(moments, 1):
         status, _, said = train(args.train_flags, stopped, stop_after=moment, signum=signum)

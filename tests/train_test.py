@@ -349,6 +349,23 @@ class CommandLineTest(tu.TestCase):
             tu.marked_lines(result.stdout), {"STATUS": "2", "ONEDNN": "'1'", "INTEROP": "1"}, result.stderr
         )
 
+    def test_sigterm_while_the_config_is_read_is_one_line_and_exit_143(self):
+        script = (
+            "import os, signal, sys, time, train\n"
+            "def read_command_line(argv):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(30)\n"
+            "train.read_command_line = read_command_line\n"
+            "sys.exit(train.run(['train.py']))\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", script], cwd=os.path.dirname(TRAIN), capture_output=True, text=True, timeout=60
+        )
+        self.assertEqual(result.returncode, 143, result.stderr[-2000:])
+        self.assertEqual(
+            result.stderr, "stopped by SIGTERM before training started; nothing was trained or written to resume from\n"
+        )
+
     def test_progress_bar_on_a_terminal_and_one_line_per_epoch_otherwise(self):
         calls = []
         fake_train = lambda config, workdir, verbose, strategy, overridden: calls.append(

@@ -312,6 +312,21 @@ class ChoiceTest(tu.TestCase):
                 r"^tf_fusedprop: cannot keep weight-gradient choices in .*; timing them in this process.\n$",
             )
 
+    def test_a_runs_table_on_a_full_disk_is_one_line_and_the_choice_stands(self):
+        key = ((2, 5, 5, 3), (3, 3, 3, 2), (1, 1), "SAME", "bfloat16")
+        disk = tu.small_disk(self, megabytes=1)
+        tu.fill_disk(disk)
+        with self.fresh_process(), cwg.table_file(os.path.join(disk, "weight_gradients.json")):
+            said = io.StringIO()
+            with contextlib.redirect_stderr(said), mock.patch.object(cwg, "_fastest", return_value="taps"):
+                self.assertEqual(cwg.choose(*key), "taps")
+        self.assertRegex(
+            said.getvalue(),
+            r"^tf_fusedprop: cannot keep this run's weight-gradient choices in .*weight_gradients.json \(No space "
+            r"left on device\).\n$",
+        )
+        self.assertEqual(os.listdir(disk), ["filler"])
+
     def test_keeps_the_native_kernel_unless_another_is_clearly_faster(self):
         self.assertEqual(cwg._pick({"native": 1.0, "forward_conv": 0.95, "taps": 1.5}), "native")
         self.assertEqual(cwg._pick({"native": 1.0, "forward_conv": 0.6, "taps": 0.5}), "taps")

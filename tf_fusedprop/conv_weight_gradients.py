@@ -256,8 +256,18 @@ def _load_table(path):
 
 
 def _save_table():
-    _write_json(_table["path"], {_key_text(key): _chosen[key] for key in sorted(_table["used"])})
+    try:
+        _write_json(_table["path"], {_key_text(key): _chosen[key] for key in sorted(_table["used"])})
+    except OSError as err:  # a full or read-only disk: the run goes on (its checkpoint will say so)
+        _say(f"cannot keep this run's weight-gradient choices in {_table['path']} ({err.strerror or err}).")
+        _remove_quietly(_table["path"] + ".tmp")
+        return
     _table["saved"] = set(_table["used"])
+
+
+def _remove_quietly(path):
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 def _write_json(path, value):

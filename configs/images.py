@@ -7,7 +7,9 @@
 The images are decoded once (centre-cropped to a square, resized with antialiasing, uint8)
 into the user cache, keyed by the files and the resolution; a rerun or a resume reuses them
 (`tf_fusedprop.experiment.image_files`). PNG, JPEG, BMP, GIF (first frame) and WebP; gray,
-RGB and RGBA (alpha dropped); a file that does not decode is skipped and reported.
+RGB and RGBA (transparent pixels composited onto `background`, white unless set: what
+icons and cut-outs are drawn to be seen on; `none` keeps the colour stored beneath them); a
+file that does not decode is skipped and reported.
 FID, KID and IS against your images are on: TF-GAN's Inception module is fetched once into the
 user cache (`inception_path="auto"`); offline, one line says they are off and training goes on
 (`--config.inception_path=DIR` scores with a local copy, `--config.inception_path=None` turns them off).
@@ -33,7 +35,8 @@ def get_config(variant=""):
     still held 78% of G's initial weights after the first 250 updates; on digits, 3 seeds, it
     made 0.999's final FID equal 0.995's instead of 0.65-0.8 worse: docs/guide.md); 64 px. `data` (required; `tfds:NAME[:SPLIT]` reads a TFDS dataset prepared in
     `data_dir`, its first image feature, split train by default), `channels` (1, 3, or None:
-    gray when every image is gray, else RGB), `mirror` (random x-flips), `conditional` (a
+    gray when every image is gray, else RGB), `background` (what transparent pixels show:
+    white, black, gray, "#rrggbb", or none: the colour stored beneath them), `mirror` (random x-flips), `conditional` (a
     class-conditional GAN, its classes the first level of subfolders or the TFDS `label`
     feature: `num_classes` is set from them and the names go to the workdir's `classes.json`). Evaluation: FID/IS of 5,000 samples against up to
     10,000 of your images every 5 epochs of 1,000 updates, under TF-GAN's Inception (`inception_path`:
@@ -45,6 +48,7 @@ def get_config(variant=""):
     config.data = config_dict.placeholder(str)
     config.image_size = 64
     config.channels = config_dict.placeholder(int)
+    config.background = "white"
     config.mirror = False
     config.conditional = False
     config.steps = 50_000

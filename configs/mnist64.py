@@ -13,7 +13,16 @@ same digits at 64 px (issue 48). `benchmarks/quality.py --tasks=mnist64` trains 
 from configs import images
 
 #: The fields of a user's images (`configs/images.py`) that MNIST-5k does not take.
-_USER_IMAGES_ONLY = ("data", "channels", "mirror", "conditional", "data_dir", "inception_path", "eval_real_samples")
+_USER_IMAGES_ONLY = (
+    "data",
+    "channels",
+    "background",
+    "mirror",
+    "conditional",
+    "data_dir",
+    "inception_path",
+    "eval_real_samples",
+)
 
 
 def get_config(variant=""):

@@ -543,8 +543,9 @@ class OwnImagesTest(tu.TestCase):
         self.assertEqual((status, err), (0, ""))
         self.assertRegex(
             out,
-            r"Images: 16 from .*images at 32x32x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); (prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v3.\n",
+            r"Images: 16 from .*images at 32x32x3, 2 classes, 1 with transparency \(composited onto white\); skipped 1 "
+            r"file that did not decode \(the first: .*one/corrupt.jpg\); (prepared into|reused from) "
+            r".*images/[0-9a-f]{16}_32px_autoc_v3_on_white.\n",
         )
         self.assertRegex(
             out, r"\nFID/KID/IS off: TF-GAN's Inception module could not be fetched \(.*\); training goes on\."
@@ -559,7 +560,9 @@ class OwnImagesTest(tu.TestCase):
         args = [f"--config.data={self.zip}", "--config.image_size=64", "--config.channels=1", "--config.mirror=True"]
         status, out, err, workdir = self.train(*args, config="configs/images.py:alternating")
         self.assertEqual((status, err), (0, ""))
-        self.assertRegex(out, r"Images: 16 from .*images.zip at 64x64x1, 2 classes; skipped 1 file")
+        self.assertRegex(
+            out, r"Images: 16 from .*images.zip at 64x64x1, 2 classes, 1 with transparency .*; skipped 1 file"
+        )
         self.assertIn("form alternating", out)
         grid = tf.io.decode_png(tf.io.read_file(os.path.join(workdir, "samples", "epoch_0002.png")))
         self.assertEqual(grid.shape[-1], 1)
@@ -595,7 +598,7 @@ class OwnImagesTest(tu.TestCase):
         )
         cached = [name for name in os.listdir(os.path.join(self.root, "cache")) if name.endswith("_stats.npz")]
         self.assertLen(cached, 1)
-        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v3_real12_inception[0-9a-f]{8}_kid_stats.npz$")
+        self.assertRegex(cached[0], r"^[0-9a-f]{16}_16px_autoc_v3_on_white_real12_inception[0-9a-f]{8}_kid_stats.npz$")
         with np.load(os.path.join(self.root, "cache", cached[0])) as stats:
             self.assertEqual(stats["features"].shape, (12, 3))  # the stand-in's 3 features of the 12 real images
         status, out, err = run_cli("--mode=evaluate", f"--workdir={workdir}", "--num=30")
@@ -640,6 +643,11 @@ class OwnImagesTest(tu.TestCase):
             r"top level",
         ),
         (["--config.data={folder}", "--config.channels=2"], r"config.channels must be 1 \(gray\), 3 \(RGB\) or None"),
+        (
+            ["--config.data={folder}", "--config.background=transparent"],
+            r"config.background: a background is one of white, black, gray, #rrggbb or none; received 'transparent' "
+            r"\(e.g. --config.background=black",
+        ),
     )
     def test_bad_input_is_one_line_exit_2_and_nothing_written(self, args, message):
         empty, broken = os.path.join(self.get_temp_dir(), "empty"), os.path.join(self.get_temp_dir(), "broken")

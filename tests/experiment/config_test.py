@@ -269,6 +269,12 @@ class WarmupTest(tu.TestCase):
         self.assertEqual(fp_config.json_values(tu.tiny_config("ring8"))["ema"]["rampup"], None)
         self.assertEqual(set(fp_config.ADDED_FIELDS) - set(tu.tiny_config("ring8")), set())
 
+    def test_a_run_of_your_images_recorded_before_compositing_read_as_keeping_the_hidden_colour(self):
+        recorded = {"dataset": "images", "data": "icons/"}
+        self.assertEqual(fp_config.with_added_fields(recorded)["background"], "none")
+        self.assertNotIn("background", fp_config.with_added_fields({"dataset": "digits"}))
+        self.assertEqual(fp_config.with_added_fields({**recorded, "background": "black"})["background"], "black")
+
 
 class ScheduleTest(tu.TestCase):
     @parameterized.parameters((10, 5, (2, 5)), (10, 10, (1, 10)), (4, 100, (1, 4)))

@@ -83,15 +83,18 @@ class PrepareTest(tu.TestCase):
         self.assertAllEqual(prepared.labels, [0 if m.startswith("one/") else 1 for m in members])
         by_member = dict(zip(members, prepared.images))
         self.assertLen(self.written, 16)
-        for path, digit in self.written.items():  # gray replicated into RGB, alpha dropped; JPEG within its rounding
+        for path, digit in self.written.items():  # gray replicated into RGB; JPEG within its rounding
             tolerance = 16 if path.endswith(".jpg") else 0
             expected = np.repeat(digit, 3, axis=-1).astype(np.float32)
+            if path == "one/alpha.png":  # alpha 128: half onto the white background
+                expected = np.round(expected * 128 / 255 + 255 * 127 / 255)
             self.assertAllClose(by_member[path].astype(np.float32), expected, atol=tolerance, msg=path)
         self.assertFalse(prepared.reused)
         self.assertRegex(
             prepared.describe(self.root),
-            r"^Images: 16 from .*images at 16x16x3, 2 classes; skipped 1 file that did not decode \(the first: "
-            r".*one/corrupt.jpg\); prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v3.$",
+            r"^Images: 16 from .*images at 16x16x3, 2 classes, 1 with transparency \(composited onto white\); "
+            r"skipped 1 file that did not decode \(the first: .*one/corrupt.jpg\); prepared into "
+            r".*cache/images/[0-9a-f]{16}_16px_autoc_v3_on_white.$",
         )
         self.assertEqual(sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json"])
         again = image_files.decode_once(self.root, 16, self.cache)
@@ -99,6 +102,43 @@ class PrepareTest(tu.TestCase):
         self.assertIsInstance(again.images, np.memmap)  # read from disk as needed
         self.assertAllEqual(again.images, prepared.images)
         self.assertEqual((again.class_names, again.skipped), (prepared.class_names, prepared.skipped))
+
+    def test_transparent_pixels_show_the_background_never_the_colour_stored_beneath(self):
+        folder = os.path.join(self.get_temp_dir(), "icons")
+        os.makedirs(folder)
+        icon = np.zeros((16, 16, 4), np.uint8)
+        icon[..., 0] = 230  # an editor's leftover orange beneath...
+        icon[..., 1] = 120
+        icon[4:12, 4:12] = (20, 40, 200, 255)  # ...an opaque blue square
+        icon[4:12, 12:14, 3] = 64  # and a quarter-opaque border
+        icon[4:12, 12:14, :3] = (20, 40, 200)
+        tf.io.write_file(os.path.join(folder, "icon.png"), tf.io.encode_png(icon))
+        gray = np.dstack([np.full((16, 16), 200, np.uint8), np.zeros((16, 16), np.uint8)])  # gray, all transparent
+        Image.fromarray(gray, mode="LA").save(os.path.join(folder, "ghost.png"))
+        opaque = np.full((16, 16, 3), 90, np.uint8)
+        tf.io.write_file(os.path.join(folder, "plain.png"), tf.io.encode_png(opaque))
+        on = {}
+        for background in ("white", "black", "#102030", "none"):
+            on[background] = image_files.decode_once(folder, 16, self.cache, channels=3, background=background)
+        members = image_files.open_source(folder).members  # ghost.png, icon.png, plain.png
+        self.assertEqual(list(members), ["ghost.png", "icon.png", "plain.png"])
+        for background, fill in (("white", [255, 255, 255]), ("black", [0, 0, 0]), ("#102030", [16, 32, 48])):
+            images = on[background].images
+            self.assertAllEqual(images[1][0, 0], fill)  # transparent: the background, not the orange
+            self.assertAllEqual(images[1][8, 8], [20, 40, 200])  # opaque: as drawn
+            expected_border = np.round(np.array([20, 40, 200]) * 64 / 255 + np.array(fill) * 191 / 255)
+            self.assertAllClose(images[1][8, 12], expected_border, atol=1)
+            luma = round(0.299 * fill[0] + 0.587 * fill[1] + 0.114 * fill[2])
+            self.assertAllClose(images[0][8, 8], [luma] * 3, atol=1)  # gray with alpha: the background's luma
+            self.assertAllEqual(images[2][8, 8], [90, 90, 90])  # no alpha: untouched
+            self.assertEqual((on[background].transparent, on[background].background), (2, background))
+            self.assertIn("2 with transparency (composited onto", on[background].describe(folder))
+        self.assertAllEqual(on["none"].images[1][0, 0], [230, 120, 0])  # what versions before did
+        self.assertIn("2 with transparency (the colour stored beneath kept)", on["none"].describe(folder))
+        self.assertRegex(on["none"].cache_path, r"_16px_3c_v3$")  # their caches, as they were
+        self.assertEqual(len({image.cache_path for image in on.values()}), 4)
+        with self.assertRaisesRegex(ValueError, r"^a background is one of white, black, gray, #rrggbb or none; "):
+            image_files.decode_once(folder, 16, self.cache, background="#12345")
 
     def test_non_square_images_are_centre_cropped(self):
         digit = np.round((real_samples.digits_array(16)[7] + 1.0) * 127.5).astype(np.uint8)
@@ -172,7 +212,7 @@ class PrepareTest(tu.TestCase):
         tu.fill_disk(disk, keep=20_000)  # room for the directory, not for 16 images of 64x64x3
         with self.assertRaisesRegex(
             files.WriteError,
-            r"^cannot write the image cache to .*/images/[0-9a-f]{16}_64px_autoc_v3: No space left on device \(it "
+            r"^cannot write the image cache to .*/images/[0-9a-f]{16}_64px_autoc_v3_on_white: No space left on device \(it "
             r"needs [\d.]+ kB, [\d.]+ (kB|bytes) free there\)$",
         ):
             image_files.decode_once(self.root, 64, disk)

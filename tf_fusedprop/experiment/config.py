@@ -21,7 +21,7 @@ from tf_fusedprop import precision as fp_precision
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.ema import EMA
-from tf_fusedprop.experiment import datasets
+from tf_fusedprop.experiment import datasets, image_files
 from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.regularizers import R1, GradientPenalty
 
@@ -31,6 +31,7 @@ __all__ = [
     "GAN_FIELDS",
     "MIXED_PRECISION",
     "RELATIONS",
+    "ADDED_DATASET_FIELDS",
     "ADDED_FIELDS",
     "ConfigError",
     "fit_steps_per_execution",
@@ -199,6 +200,9 @@ ADDED_FIELDS = {
     "ema": {"rampup": None},
     "checkpoint_minutes": 10,  # how often a run saves, not what it trains
 }
+#: The same for the fields a dataset adds, by dataset: a run of your images recorded before
+#: compositing existed trained on the colour stored beneath transparent pixels.
+ADDED_DATASET_FIELDS = {"images": {"background": "none"}}
 
 #: The fields of every config -> the check of the value (None: any value, or checked by the
 #: library through `gan_arguments`; `generator` and `discriminator` are checked against their
@@ -277,9 +281,12 @@ def _scheduled(form, config):
 
 def with_added_fields(values, added=None):
     """A recorded config's JSON values with the fields added since (`ADDED_FIELDS`, nested ones
-    inside their sub-dicts) at the value that means what it did."""
+    inside their sub-dicts, and its dataset's `ADDED_DATASET_FIELDS`) at the value that means
+    what it did."""
     merged = dict(values)
-    for key, default in (ADDED_FIELDS if added is None else added).items():
+    if added is None:
+        added = {**ADDED_FIELDS, **ADDED_DATASET_FIELDS.get(values.get("dataset"), {})}
+    for key, default in added.items():
         if isinstance(default, dict):
             if isinstance(merged.get(key), dict):
                 merged[key] = with_added_fields(merged[key], default)
@@ -345,9 +352,17 @@ def _data(key, value):
     )
 
 
+def _background(key, value):
+    try:
+        image_files.background_color(value)
+    except ValueError as err:
+        raise ConfigError(f"config.{key}: {err} (e.g. --config.{key}=black or --config.{key}='#202020').") from None
+
+
 #: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.
 DATASET_FIELDS = {
     "data": _data,
+    "background": _background,
     "channels": _channels,
     "mirror": _bool,
     "conditional": _bool,

@@ -12,7 +12,7 @@ share:
 | digits | `[s, s, 1]` | 10 | image | `image_size` | FID/KID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
 | mnist5k | `[s, s, 1]` (28 px padded to 32) | 10 | image | `image_size` | as digits, under a `DigitsClassifier` trained on MNIST-5k | as digits |
 | cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (`inception_path`: "auto" fetches it once, offline one line and off; a URL or local copy; None: off) | image grid (conditional: a class per row) |
-| images | `[s, s, 1 or 3]` | from subfolders | image | `data`, `image_size`, `channels`, `mirror`, `conditional`, `data_dir`, `inception_path`, `eval_real_samples` | FID/KID/IS under TF-GAN's Inception, as cifar10 | as cifar10 |
+| images | `[s, s, 1 or 3]` | from subfolders | image | `data`, `image_size`, `channels`, `background`, `mirror`, `conditional`, `data_dir`, `inception_path`, `eval_real_samples` | FID/KID/IS under TF-GAN's Inception, as cifar10 | as cifar10 |
 | ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
 
 With `config.num_classes` set (a conditional GAN) the pipelines yield `(samples, labels)`.
@@ -336,7 +336,13 @@ def _user_images(config):
     """
     cache_dir = config.cache_dir or downloads.user_cache_dir()
     decoded = image_files.decode_once(
-        config.data, config.image_size, cache_dir, channels=config.channels, data_dir=config.data_dir, log=print
+        config.data,
+        config.image_size,
+        cache_dir,
+        channels=config.channels,
+        data_dir=config.data_dir,
+        log=print,
+        background=config.background,
     )
     print(decoded.describe(config.data), flush=True)
     if len(decoded.images) < config.batch_size:
@@ -353,6 +359,7 @@ IMAGES = DatasetSpec(
         "data",
         "image_size",
         "channels",
+        "background",
         "mirror",
         "conditional",
         "data_dir",

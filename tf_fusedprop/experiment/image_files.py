@@ -25,7 +25,14 @@ libjpeg's DCT scaling, so a folder of phone photos prepares at the speed of the 
 than of a full-size decode and resize (`benchmarks/pipeline.py --photos`).
 
 Channels: 1 (gray) or 3 (RGB) as asked, or from the data: gray when every image is gray (or
-gray with alpha), else RGB, gray images replicated. Alpha is dropped.
+gray with alpha), else RGB, gray images replicated.
+
+Transparency: an image with an alpha channel is composited onto `background` (white by
+default: icons, logos and cut-out photos are drawn to be seen on a light page, and the colour
+stored under transparent pixels is whatever the editor left there, often garbage) before it is
+cropped and resized, so the hidden colour never shows; "none" keeps that colour (alpha dropped,
+what versions before 2026-12-06 did, and their caches). The preparation line counts the images
+that had transparency.
 
 The design follows StyleGAN2-ADA's `dataset_tool.py` (resize and crop once, ahead of
 training) and its `ImageFolderDataset` (one reader for a folder or a zip, classes from the
@@ -47,12 +54,14 @@ from tf_fusedprop import machine
 from tf_fusedprop.experiment import files, real_samples
 
 __all__ = [
+    "BACKGROUNDS",
     "IMAGE_EXTENSIONS",
     "DecodedImages",
     "ImageSourceError",
     "NotPreparedError",
     "Source",
     "UNDECODED_EXTENSIONS",
+    "background_color",
     "decode_once",
     "exif_orientation",
     "open_source",
@@ -164,9 +173,10 @@ def _looks_like_an_image(raw):
     return raw.startswith(_MAGIC) or (raw[:4] == b"RIFF" and raw[8:12] == b"WEBP")
 
 
-def _decode(raw, image_size, reduce_jpegs=True):
-    """One image's bytes -> float32 `[image_size, image_size, c]` (c 1 or 3, alpha dropped) in
-    [0, 255]: decoded, turned upright, centre-cropped to a square, resized with antialiasing.
+def _decode(raw, image_size, reduce_jpegs=True, background="white"):
+    """One image's bytes -> `(float32 [image_size, image_size, c] in [0, 255], transparent)` (c 1
+    or 3): decoded, turned upright, composited onto `background` (`_opaque`), centre-cropped to a
+    square, resized with antialiasing; `transparent` says whether it had a pixel not fully opaque.
 
     A JPEG whose short side is at least twice `image_size` is decoded at 1/2, 1/4 or 1/8 of its
     size (libjpeg's DCT scaling: each 8x8 block's lowest frequencies, the block averaged at 1/8),
@@ -184,7 +194,8 @@ def _decode(raw, image_size, reduce_jpegs=True):
         image = tf.io.decode_jpeg(raw, ratio=ratio).numpy()
     else:
         image = tf.io.decode_image(raw, expand_animations=False).numpy()  # GIF: its first frame
-    return _square(oriented(image, exif_orientation(raw)), image_size)
+    image, transparent = _opaque(oriented(image, exif_orientation(raw)), background)
+    return _square(image, image_size), transparent
 
 
 def exif_orientation(raw):
@@ -246,12 +257,49 @@ def oriented(image, orientation):
     return np.ascontiguousarray(_UPRIGHT[orientation](np.asarray(image)))
 
 
-def _square(image, image_size):
-    """A decoded image `[h, w, c]` -> float32 `[image_size, image_size, 1 or 3]` in [0, 255]:
-    alpha dropped, centre-cropped to a square, resized (bicubic) with antialiasing."""
-    image = tf.convert_to_tensor(image)
+#: The named backgrounds (`BACKGROUNDS`, or "#rrggbb"; "none" drops alpha without compositing).
+BACKGROUNDS = {"white": (255, 255, 255), "black": (0, 0, 0), "gray": (128, 128, 128)}
+
+
+def background_color(background):
+    """The RGB of a `background` setting: a name of `BACKGROUNDS` or "#rrggbb"; None for "none".
+
+    Raises:
+      ValueError: another value (one line).
+    """
+    if background == "none":
+        return None
+    if background in BACKGROUNDS:
+        return BACKGROUNDS[background]
+    text = background[1:] if isinstance(background, str) and background.startswith("#") else ""
+    if len(text) == 6 and all(c in "0123456789abcdefABCDEF" for c in text):
+        return tuple(int(text[i : i + 2], 16) for i in (0, 2, 4))
+    raise ValueError(f"a background is one of {', '.join(BACKGROUNDS)}, #rrggbb or none; received {background!r}")
+
+
+def _opaque(image, background):
+    """A decoded image `[h, w, c]` (uint8) without its alpha channel (c 2 or 4), composited
+    onto `background` (`background_color`; "none": the colour stored beneath is kept), and
+    whether any pixel was not fully opaque."""
     channels = image.shape[-1]
-    image = image[..., :1] if channels in (1, 2) else image[..., :3]
+    if channels not in (2, 4):
+        return image, False
+    color, alpha = image[..., : channels - 1], image[..., channels - 1 :]
+    transparent = bool((alpha < 255).any())
+    fill = background_color(background)
+    if not transparent or fill is None:
+        return color, transparent
+    fill = np.asarray(fill, np.float32)
+    if channels == 2:
+        fill = fill @ _LUMA
+    opacity = alpha.astype(np.float32) / 255.0
+    return color.astype(np.float32) * opacity + fill * (1.0 - opacity), True
+
+
+def _square(image, image_size):
+    """A decoded image `[h, w, c]` without alpha -> float32 `[image_size, image_size, 1 or 3]` in
+    [0, 255]: centre-cropped to a square, resized (bicubic) with antialiasing."""
+    image = tf.convert_to_tensor(image)
     height, width = image.shape[0], image.shape[1]
     side = min(height, width)
     top, left = (height - side) // 2, (width - side) // 2
@@ -265,8 +313,9 @@ def _square(image, image_size):
 class DecodedImages:
     """A source decoded once: `images` uint8 `[n, s, s, channels]` (memory-mapped from the
     cache), `labels` int32 `[n]` (the class of each image, by `class_names`) or None, the
-    `skipped` files (paths that did not decode), `cache_path` (a directory) and whether it was
-    `reused` from the cache."""
+    `skipped` files (paths that did not decode), `cache_path` (a directory), whether it was
+    `reused` from the cache, how many images had transparency (`transparent`) and what it was
+    composited onto (`background`; "none" for caches made before compositing existed)."""
 
     images: np.ndarray
     labels: np.ndarray
@@ -274,6 +323,8 @@ class DecodedImages:
     skipped: list
     cache_path: str
     reused: bool
+    transparent: int = 0
+    background: str = "none"
 
     def describe(self, source_path):
         """One line: how many images, their shape, the classes, what was skipped, where cached."""
@@ -286,11 +337,25 @@ class DecodedImages:
             else ""
         )
         how = "reused from" if self.reused else "prepared into"
-        return f"Images: {n} from {source_path} at {size}x{size}x{channels}{classes}{skipped}; {how} {self.cache_path}."
+        shown = "the colour stored beneath kept" if self.background == "none" else f"composited onto {self.background}"
+        alpha = f", {self.transparent} with transparency ({shown})" if self.transparent else ""
+        return (
+            f"Images: {n} from {source_path} at {size}x{size}x{channels}{classes}{alpha}{skipped}; {how} "
+            f"{self.cache_path}."
+        )
 
 
 def decode_once(
-    path, image_size, cache_dir, channels=None, data_dir=None, log=None, *, workers=None, reduce_jpegs=True
+    path,
+    image_size,
+    cache_dir,
+    channels=None,
+    data_dir=None,
+    log=None,
+    *,
+    workers=None,
+    reduce_jpegs=True,
+    background="white",
 ):
     """The images of a folder, a zip or a TFDS dataset, decoded once into `cache_dir/images/`
     (see the module docstring).
@@ -311,6 +376,9 @@ def decode_once(
       reduce_jpegs: decode a large JPEG at a fraction of its size (see `_decode`); False decodes
         every JPEG whole (slower; how the cache was made before, for comparisons). Part of the
         cache key.
+      background: what transparent pixels show (`background_color`: "white", "black", "gray",
+        "#rrggbb"; "none" keeps the colour stored beneath them). Part of the cache key, but for
+        "none", whose caches are those made before compositing existed.
 
     Returns:
       A `DecodedImages`. `labels` hold the first-level subfolder of each image when every image lies
@@ -321,17 +389,19 @@ def decode_once(
         name is unknown or not prepared in `data_dir`.
     """
     reader = _TfdsReader(path, data_dir) if is_tfds(path) else _FilesReader(path)
+    background_color(background)  # a bad value is refused before anything is decoded
     key = f"{reader.fingerprint}_{image_size}px_{channels or 'auto'}c_v{VERSION}{'' if reduce_jpegs else '_full'}"
+    key += "" if background == "none" else f"_on_{background.lstrip('#').lower()}"
     cache_path = os.path.join(cache_dir, "images", key)
     if os.path.exists(os.path.join(cache_path, "meta.json")):
         return _load(cache_path, reused=True)
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
     files.remove_stale_temporaries(os.path.dirname(cache_path))  # a preparation killed midway
     workers = machine.cores() if workers is None else workers
-    images = reader.images(image_size, log, workers=max(1, workers), reduce_jpegs=reduce_jpegs)
+    images = reader.images(image_size, log, workers=max(1, workers), reduce_jpegs=reduce_jpegs, background=background)
     needed = reader.count * image_size * image_size * 3 if reader.count else None
     files.atomic_write(
-        cache_path, lambda tmp: _write(reader, images, image_size, channels, tmp), "the image cache", needed
+        cache_path, lambda tmp: _write(reader, images, image_size, channels, background, tmp), "the image cache", needed
     )
     try:
         return _load(cache_path, reused=False)
@@ -343,10 +413,11 @@ def _load(directory, reused):
     meta = files.read_json(os.path.join(directory, "meta.json"))
     images = np.memmap(os.path.join(directory, "images.u8"), np.uint8, mode="r", shape=tuple(meta["shape"]))
     labels = np.load(os.path.join(directory, "labels.npy")) if meta["class_names"] else None
-    return DecodedImages(images, labels, meta["class_names"], meta["skipped"], directory, reused)
+    transparent = (meta.get("transparent", 0), meta.get("background", "none"))
+    return DecodedImages(images, labels, meta["class_names"], meta["skipped"], directory, reused, *transparent)
 
 
-def _write(reader, images, image_size, channels, directory):
+def _write(reader, images, image_size, channels, background, directory):
     """Writes `images` (`reader`'s `(image, label)`) into `directory` (see `decode_once`), one at
     a time: RGB first (gray replicated), then one channel if asked for or if every image was gray."""
     os.makedirs(directory)
@@ -372,7 +443,13 @@ def _write(reader, images, image_size, channels, directory):
         os.remove(raw)
     class_names = reader.class_names
     np.save(os.path.join(directory, "labels.npy"), np.array(labels if class_names else [], np.int32))
-    meta = {"shape": [count, image_size, image_size, wanted], "class_names": class_names, "skipped": reader.skipped}
+    meta = {
+        "shape": [count, image_size, image_size, wanted],
+        "class_names": class_names,
+        "skipped": reader.skipped,
+        "transparent": reader.transparent,
+        "background": background,
+    }
     files.write_json(os.path.join(directory, "meta.json"), meta)
 
 
@@ -403,7 +480,10 @@ def _with_channels(image, channels):
         return image
     if channels == 3:
         return np.repeat(image, 3, axis=-1)
-    return np.sum(image * np.array([0.299, 0.587, 0.114], np.float32), axis=-1, keepdims=True)  # ITU-R 601 luma
+    return np.sum(image * _LUMA, axis=-1, keepdims=True)
+
+
+_LUMA = np.array([0.299, 0.587, 0.114], np.float32)  # ITU-R 601
 
 
 class _Progress:
@@ -422,17 +502,19 @@ class _Progress:
 
 class _FilesReader:
     """A folder or zip: `fingerprint`, `class_names` (or None), `images(image_size, log,
-    workers, reduce_jpegs)` yielding `(image, label)` (`_decode`'s images; label None without classes), `skipped`
-    (the paths that did not decode, once iterated), `count` (the files) and `nothing_decodes()`, the error."""
+    workers, reduce_jpegs, background)` yielding `(image, label)` (`_decode`'s images; label None
+    without classes), `skipped` (the paths that did not decode) and `transparent` (how many had
+    transparency), once iterated, `count` (the files) and `nothing_decodes()`, the error."""
 
     def __init__(self, path):
         self.source = open_source(path)
         self.count = len(self.source.members)
+        self.transparent = 0
         self.fingerprint = self.source.fingerprint
         self.class_names = self.source.class_names()
         self.skipped = []
 
-    def images(self, image_size, log, workers=1, reduce_jpegs=True):
+    def images(self, image_size, log, workers=1, reduce_jpegs=True, background="white"):
         source = self.source
         index = {name: i for i, name in enumerate(self.class_names or [])}
         progress = _Progress(f"{source.path} at {image_size} px", len(source.members), log)
@@ -441,7 +523,7 @@ class _FilesReader:
         def decode(item):
             member, raw = item
             try:
-                return member, _decode(raw, image_size, reduce_jpegs)
+                return member, _decode(raw, image_size, reduce_jpegs, background)
             except (tf.errors.InvalidArgumentError, ValueError):
                 return member, None
 
@@ -453,11 +535,12 @@ class _FilesReader:
                     yield member, b""  # fails to decode: skipped and named as the others
 
         try:
-            for count, (member, image) in enumerate(_ordered_map(decode, read(), workers), 1):
-                if image is None:
+            for count, (member, decoded) in enumerate(_ordered_map(decode, read(), workers), 1):
+                if decoded is None:
                     self.skipped.append(os.path.join(source.path, member))
                 else:
-                    yield image, index.get(member.split("/", 1)[0])
+                    self.transparent += decoded[1]
+                    yield decoded[0], index.get(member.split("/", 1)[0])
                 progress(count)
         finally:
             if archive is not None:
@@ -477,7 +560,7 @@ class _TfdsReader:
     def __init__(self, spec, data_dir):
         import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
-        self.spec, self.data_dir, self.skipped, self.count = spec, data_dir, [], None
+        self.spec, self.data_dir, self.skipped, self.count, self.transparent = spec, data_dir, [], None, 0
         name, _, split = spec[len("tfds:") :].partition(":")
         self.name, self.split = name, split or "train"
         where = data_dir if data_dir is not None else f"None (TFDS's default, {tfds.core.constants.DATA_DIR})"
@@ -506,7 +589,7 @@ class _TfdsReader:
         key = repr(("tfds", self.name, str(version), self.split, data_dir))
         self.fingerprint = hashlib.sha1(key.encode()).hexdigest()[:16]
 
-    def images(self, image_size, log, workers=1, reduce_jpegs=True):
+    def images(self, image_size, log, workers=1, reduce_jpegs=True, background="white"):
         del workers, reduce_jpegs  # TFDS decodes; its images arrive as arrays
         try:
             ds = self.builder.as_dataset(split=self.split, shuffle_files=False)
@@ -518,7 +601,9 @@ class _TfdsReader:
         total = splits[self.split].num_examples if self.split in splits else None
         progress = _Progress(f"{self.spec} at {image_size} px", total, log)
         for count, example in enumerate(ds.as_numpy_iterator(), 1):
-            yield _square(example[self.image_key], image_size), int(example["label"]) if self.class_names else None
+            image, transparent = _opaque(example[self.image_key], background)
+            self.transparent += transparent
+            yield _square(image, image_size), int(example["label"]) if self.class_names else None
             progress(count)
 
     def nothing_decodes(self):

@@ -93,10 +93,12 @@ class PrepareTest(tu.TestCase):
         self.assertRegex(
             prepared.describe(self.root),
             r"^Images: 16 from .*images at 16x16x3, 2 classes, 1 with transparency \(composited onto white\); "
-            r"skipped 1 file that did not decode \(the first: .*one/corrupt.jpg\); prepared into "
-            r".*cache/images/[0-9a-f]{16}_16px_autoc_v3_on_white.$",
+            r"skipped 1 of 17 files: .*one/corrupt.jpg \(not an image file: no PNG, JPEG, GIF, BMP or WebP header\), "
+            r"each with its reason in .*/skipped.txt; prepared into .*cache/images/[0-9a-f]{16}_16px_autoc_v3_on_white.$",
         )
-        self.assertEqual(sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json"])
+        self.assertEqual(
+            sorted(os.listdir(prepared.cache_path)), ["images.u8", "labels.npy", "meta.json", "skipped.txt"]
+        )
         again = image_files.decode_once(self.root, 16, self.cache)
         self.assertTrue(again.reused)
         self.assertIsInstance(again.images, np.memmap)  # read from disk as needed
@@ -375,7 +377,11 @@ class UndecodedFormatsTest(tu.TestCase):
         prepared = image_files.decode_once(folder, 8, os.path.join(self.get_temp_dir(), "cache"))
         self.assertEqual(prepared.images.shape[0], 1)
         self.assertEqual(sorted(os.path.basename(p) for p in prepared.skipped), ["IMG_0001.HEIC", "scan.tif"])
-        self.assertIn("skipped 2 files that did not decode (the first: ", prepared.describe(folder))
+        self.assertRegex(
+            prepared.describe(folder),
+            r"; skipped 2 of 3 files: .*IMG_0001.HEIC \(unsupported format: HEIC, convert it to PNG or JPEG\), "
+            r".*scan.tif \(unsupported format: TIF, convert it to PNG or JPEG\), each with its reason in ",
+        )
         only_heic = os.path.join(self.get_temp_dir(), "heic")
         os.makedirs(only_heic)
         shutil.copy(os.path.join(folder, "IMG_0001.HEIC"), only_heic)
@@ -383,6 +389,48 @@ class UndecodedFormatsTest(tu.TestCase):
             image_files.ImageSourceError, r"none of the 1 image files .* PNG, JPEG, BMP, GIF and WebP"
         ):
             image_files.decode_once(only_heic, 8, os.path.join(self.get_temp_dir(), "cache"))
+
+    def test_every_skipped_file_is_named_with_its_reason_counted_apart_and_decoders_say_nothing(self):
+        folder = os.path.join(self.get_temp_dir(), "mixed")
+        os.makedirs(folder)
+        good = tf.io.encode_jpeg(np.full((32, 32, 3), 100, np.uint8)).numpy()
+        for index in range(3):
+            tf.io.write_file(os.path.join(folder, f"good{index}.jpg"), good)
+        for index in range(4):  # a JPEG cut short: TensorFlow's decoder complains on its own
+            with open(os.path.join(folder, f"cut{index}.jpg"), "wb") as f:
+                f.write(good[:300])
+        with open(os.path.join(folder, "notes.png"), "wb") as f:
+            f.write(b"just text")
+        script = (
+            "import sys\n"
+            "from tf_fusedprop.experiment import image_files\n"
+            "prepared = image_files.decode_once(sys.argv[1], 16, sys.argv[2], log=print, workers=1)\n"
+            "print('LINE', prepared.describe(sys.argv[1]))\n"
+            "print('LIST', prepared.cache_path + '/skipped.txt')\n"
+        )
+        cache = os.path.join(self.get_temp_dir(), "cache")
+        result = subprocess.run(
+            [sys.executable, "-c", script, folder, cache], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertNotIn("JPEG", result.stderr)  # no "Invalid JPEG data" nor "Input file read error" lines
+        self.assertNotIn("Input file", result.stderr)
+        lines = tu.marked_lines(result.stdout)
+        self.assertRegex(
+            lines["LINE"],
+            r"skipped 5 of 8 files: .*cut0.jpg \(corrupt or truncated: it does not decode\), .*cut1.jpg \(corrupt "
+            r"or truncated: it does not decode\), .*cut2.jpg \(corrupt or truncated: it does not decode\) and 2 more, "
+            r"each with its reason in .*skipped.txt;",
+        )
+        with open(lines["LIST"]) as f:
+            listed = [line.rstrip("\n").split("\t") for line in f]
+        self.assertEqual(
+            [os.path.basename(path) for path, _ in listed], [f"cut{i}.jpg" for i in range(4)] + ["notes.png"]
+        )
+        self.assertEqual(listed[-1][1], "not an image file: no PNG, JPEG, GIF, BMP or WebP header")
+        progress = [line for line in result.stdout.splitlines() if line.startswith("Preparing")]
+        for line in progress:  # counted apart: never "8/8 images decoded" while 5 failed
+            self.assertRegex(line, r"^Preparing .*: \d/8 files, \d decoded(, \d skipped)? \.\.\.$")
 
     def test_16_bit_cmyk_palette_and_gray_alpha_files_read_as_they_look(self):
         folder = os.path.join(self.get_temp_dir(), "odd")

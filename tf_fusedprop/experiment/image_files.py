@@ -50,7 +50,7 @@ import zipfile
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop import machine
+from tf_fusedprop import _startup, machine
 from tf_fusedprop.experiment import files, real_samples
 
 __all__ = [
@@ -73,6 +73,8 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 #: Image files TensorFlow does not decode (a phone's HEIC, a scanner's TIFF...): listed too, so
 #: that each is named as skipped in the preparation line instead of left out without a word.
 UNDECODED_EXTENSIONS = (".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".dng", ".cr2", ".nef", ".arw")
+#: The cache's list of the files skipped, a path and its reason per line.
+SKIPPED = "skipped.txt"
 #: Bump when decoding, cropping or resizing changes: it is part of the cache's name.
 VERSION = 3  # 2: EXIF orientation applied; 3: large JPEGs decoded reduced
 
@@ -315,7 +317,9 @@ class DecodedImages:
     cache), `labels` int32 `[n]` (the class of each image, by `class_names`) or None, the
     `skipped` files (paths that did not decode), `cache_path` (a directory), whether it was
     `reused` from the cache, how many images had transparency (`transparent`) and what it was
-    composited onto (`background`; "none" for caches made before compositing existed)."""
+    composited onto (`background`; "none" for caches made before compositing existed), and why
+    each file was skipped (`skipped_reasons`, aligned with `skipped`; None for older caches; also
+    in the cache's `skipped.txt`, a path and its reason per line)."""
 
     images: np.ndarray
     labels: np.ndarray
@@ -325,17 +329,24 @@ class DecodedImages:
     reused: bool
     transparent: int = 0
     background: str = "none"
+    skipped_reasons: list = None
+
+    def _skipped_text(self, named=3):
+        """ "; skipped 2 of 25 files: a.tif (unsupported format ...), b.jpg (corrupt ...), each
+        with its reason in CACHE/skipped.txt": the first `named` in the line, all in the file."""
+        count, total = len(self.skipped), len(self.skipped) + len(self.images)
+        reasons = self.skipped_reasons or [None] * count
+        shown = [f"{path} ({reason})" if reason else path for path, reason in zip(self.skipped[:named], reasons)]
+        more = f" and {count - named} more" if count > named else ""
+        where = os.path.join(self.cache_path, SKIPPED)
+        listed = f", each with its reason in {where}" if os.path.exists(where) else ""
+        return f"; skipped {count} of {total} file{'s' if total > 1 else ''}: {', '.join(shown)}{more}{listed}"
 
     def describe(self, source_path):
         """One line: how many images, their shape, the classes, what was skipped, where cached."""
         n, size, _, channels = self.images.shape
         classes = f", {len(self.class_names)} classes" if self.class_names else ""
-        skipped = (
-            f"; skipped {len(self.skipped)} file{'s' if len(self.skipped) > 1 else ''} that did not decode "
-            f"(the first: {self.skipped[0]})"
-            if self.skipped
-            else ""
-        )
+        skipped = self._skipped_text() if self.skipped else ""
         how = "reused from" if self.reused else "prepared into"
         shown = "the colour stored beneath kept" if self.background == "none" else f"composited onto {self.background}"
         alpha = f", {self.transparent} with transparency ({shown})" if self.transparent else ""
@@ -400,9 +411,15 @@ def decode_once(
     workers = machine.cores() if workers is None else workers
     images = reader.images(image_size, log, workers=max(1, workers), reduce_jpegs=reduce_jpegs, background=background)
     needed = reader.count * image_size * image_size * 3 if reader.count else None
-    files.atomic_write(
-        cache_path, lambda tmp: _write(reader, images, image_size, channels, background, tmp), "the image cache", needed
-    )
+    # A corrupt file makes TensorFlow's decoders print lines of their own (libjpeg's "Invalid JPEG
+    # data"): hidden, each file's reason is in the preparation line and skipped.txt instead.
+    with _startup.native_stderr_silenced(True):
+        files.atomic_write(
+            cache_path,
+            lambda tmp: _write(reader, images, image_size, channels, background, tmp),
+            "the image cache",
+            needed,
+        )
     try:
         return _load(cache_path, reused=False)
     except FileNotFoundError:  # another worker's identical cache replaced ours just now
@@ -413,8 +430,8 @@ def _load(directory, reused):
     meta = files.read_json(os.path.join(directory, "meta.json"))
     images = np.memmap(os.path.join(directory, "images.u8"), np.uint8, mode="r", shape=tuple(meta["shape"]))
     labels = np.load(os.path.join(directory, "labels.npy")) if meta["class_names"] else None
-    transparent = (meta.get("transparent", 0), meta.get("background", "none"))
-    return DecodedImages(images, labels, meta["class_names"], meta["skipped"], directory, reused, *transparent)
+    later = (meta.get("transparent", 0), meta.get("background", "none"), meta.get("skipped_reasons"))
+    return DecodedImages(images, labels, meta["class_names"], meta["skipped"], directory, reused, *later)
 
 
 def _write(reader, images, image_size, channels, background, directory):
@@ -447,9 +464,13 @@ def _write(reader, images, image_size, channels, background, directory):
         "shape": [count, image_size, image_size, wanted],
         "class_names": class_names,
         "skipped": reader.skipped,
+        "skipped_reasons": reader.reasons,
         "transparent": reader.transparent,
         "background": background,
     }
+    if reader.skipped:
+        with open(os.path.join(directory, SKIPPED), "w") as f:
+            f.writelines(f"{path}\t{reason}\n" for path, reason in zip(reader.skipped, reader.reasons))
     files.write_json(os.path.join(directory, "meta.json"), meta)
 
 
@@ -487,16 +508,21 @@ _LUMA = np.array([0.299, 0.587, 0.114], np.float32)  # ITU-R 601
 
 
 class _Progress:
-    """A progress line every few seconds while a source is decoded (none for one under a second)."""
+    """A progress line every few seconds while a source is decoded (none for one under a second):
+    files done of the total, decoded and skipped counted apart."""
 
     def __init__(self, what, total, log):
         self.what, self.total, self.log = what, total, log
         self.start = self.last = time.monotonic()
+        self.decoded = self.skipped = 0
 
-    def __call__(self, count):
-        now = time.monotonic()
-        if self.log and (now - self.last > 5 or count == self.total) and now - self.start > 1:
-            self.log(f"Preparing {self.what}: {count}/{self.total or '?'} images decoded ...")
+    def __call__(self, decoded):
+        self.decoded += bool(decoded)
+        self.skipped += not decoded
+        now, done = time.monotonic(), self.decoded + self.skipped
+        if self.log and (now - self.last > 5 or done == self.total) and now - self.start > 1:
+            skipped = f", {self.skipped} skipped" if self.skipped else ""
+            self.log(f"Preparing {self.what}: {done}/{self.total or '?'} files, {self.decoded} decoded{skipped} ...")
             self.last = now
 
 
@@ -512,7 +538,7 @@ class _FilesReader:
         self.transparent = 0
         self.fingerprint = self.source.fingerprint
         self.class_names = self.source.class_names()
-        self.skipped = []
+        self.skipped, self.reasons = [], []
 
     def images(self, image_size, log, workers=1, reduce_jpegs=True, background="white"):
         source = self.source
@@ -522,26 +548,34 @@ class _FilesReader:
 
         def decode(item):
             member, raw = item
+            if isinstance(raw, str):  # why it could not be read
+                return member, None, raw
+            extension = os.path.splitext(member)[1].lower()
+            if extension in UNDECODED_EXTENSIONS:
+                return member, None, f"unsupported format: {extension[1:].upper()}, convert it to PNG or JPEG"
+            if not _looks_like_an_image(raw):
+                return member, None, "not an image file: no PNG, JPEG, GIF, BMP or WebP header"
             try:
-                return member, _decode(raw, image_size, reduce_jpegs, background)
+                return member, _decode(raw, image_size, reduce_jpegs, background), None
             except (tf.errors.InvalidArgumentError, ValueError):
-                return member, None
+                return member, None, "corrupt or truncated: it does not decode"
 
         def read():  # in this thread: a ZipFile is not to be shared between threads
             for member in source.members:
                 try:
                     yield member, source.read(member, archive)
-                except (zipfile.BadZipFile, OSError):
-                    yield member, b""  # fails to decode: skipped and named as the others
+                except (zipfile.BadZipFile, OSError) as err:
+                    yield member, f"unreadable: {type(err).__name__}, {getattr(err, 'strerror', None) or err}"
 
         try:
-            for count, (member, decoded) in enumerate(_ordered_map(decode, read(), workers), 1):
+            for member, decoded, reason in _ordered_map(decode, read(), workers):
                 if decoded is None:
                     self.skipped.append(os.path.join(source.path, member))
+                    self.reasons.append(reason)
                 else:
                     self.transparent += decoded[1]
                     yield decoded[0], index.get(member.split("/", 1)[0])
-                progress(count)
+                progress(decoded is not None)
         finally:
             if archive is not None:
                 archive.close()
@@ -560,7 +594,14 @@ class _TfdsReader:
     def __init__(self, spec, data_dir):
         import tensorflow_datasets as tfds  # Lazy: importing TFDS takes seconds.
 
-        self.spec, self.data_dir, self.skipped, self.count, self.transparent = spec, data_dir, [], None, 0
+        self.spec, self.data_dir, self.skipped, self.reasons, self.count, self.transparent = (
+            spec,
+            data_dir,
+            [],
+            [],
+            None,
+            0,
+        )
         name, _, split = spec[len("tfds:") :].partition(":")
         self.name, self.split = name, split or "train"
         where = data_dir if data_dir is not None else f"None (TFDS's default, {tfds.core.constants.DATA_DIR})"
@@ -600,11 +641,11 @@ class _TfdsReader:
         splits = self.builder.info.splits
         total = splits[self.split].num_examples if self.split in splits else None
         progress = _Progress(f"{self.spec} at {image_size} px", total, log)
-        for count, example in enumerate(ds.as_numpy_iterator(), 1):
+        for example in ds.as_numpy_iterator():
             image, transparent = _opaque(example[self.image_key], background)
             self.transparent += transparent
             yield _square(image, image_size), int(example["label"]) if self.class_names else None
-            progress(count)
+            progress(True)
 
     def nothing_decodes(self):
         return ImageSourceError(f"config.data={self.spec!r}: split {self.split!r} holds no example.")

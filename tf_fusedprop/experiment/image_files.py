@@ -11,9 +11,10 @@ every file once, centre-crops it to a square and resizes it with antialiasing to
 fingerprint of the source's file list, sizes and modification times (a zip: its members'
 CRCs) with the resolution and channels: a rerun, a resume or another run on the same data
 reuses it (a TFDS dataset: keyed by its name, version, split and data_dir). The cache is a
-directory of raw uint8 images, read memory-mapped. A file that does not decode is skipped;
-the count and the first such path are reported, so that a run does not die in epoch 7 on a
-bad JPEG.
+directory of raw uint8 images, read memory-mapped. A file that cannot be used is skipped,
+so that a run does not die in epoch 7 on a bad JPEG: counted apart from the decoded ones, the
+first few named with their reasons in the preparation line, all of them in the cache's
+`skipped.txt`; what TensorFlow's decoders print about them is hidden.
 
 A JPEG's EXIF orientation (a phone's portrait photo is stored sideways with a tag saying how to
 turn it) is applied before the crop, all eight of them (`exif_orientation`, `oriented`), so the

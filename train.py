@@ -212,9 +212,11 @@ def _describe_flag_error(err, argv):
                 return f"unknown config key {key!r} (received {arg}); valid keys here: {', '.join(value)}."
         if isinstance(err, flags.IllegalFlagValueError):
             for arg in overrides:
-                key = arg[len("--config.") :].split("=", 1)[0]
+                key, _, value = arg[len("--config.") :].partition("=")
                 if arg in str(err) or f"--config.{key}=" in str(err):
                     expected = type(_lookup(config, key)[1]).__name__
+                    if expected == "bool":
+                        return f"config.{key} must be True or False (true/false, 1/0 too); received {value!r}."
                     return f"bad value for config.{key}: {_one_line(err)}; expected a value of type {expected}."
     if isinstance(err, OSError):
         return (
@@ -275,13 +277,18 @@ def read_command_line(argv):
 def _split_nones(argv):
     """`(argv without the --config.<key>=None overrides, their keys)`: absl's parser reads None
     as text (a path named "None") or refuses it for a number, so `run` sets these keys to None
-    once the config is read."""
-    kept, keys = [], []
+    once the config is read. `none` and `null` (any case) mean None too, but for a text field,
+    where they may be the value itself (`--config.background=none`)."""
+    kept, keys, config = [], [], None
     for arg in argv:
-        if arg.startswith("--config.") and arg.endswith("=None"):
-            keys.append(arg[len("--config.") : -len("=None")])
-        else:
-            kept.append(arg)
+        key, _, value = arg[len("--config.") :].partition("=")
+        if arg.startswith("--config.") and value.lower() in ("none", "null"):
+            if value != "None" and config is None:
+                config = _base_config(argv) or {}
+            if value == "None" or not isinstance(_lookup(config, key)[1], str):
+                keys.append(key)
+                continue
+        kept.append(arg)
     return kept, keys
 
 

@@ -146,6 +146,11 @@ class BadInputTest(tu.TestCase):
         (["--config.lookahead.alpha=5.0"], r"invalid config.lookahead: Lookahead's alpha must be in \(0, 1\]"),
         (["--config.loss=hinge"], r"invalid config.loss, config.form: The hinge loss does not support form='fused'"),
         (["--config.loss=l2"], r"invalid config.loss: Unknown GAN loss. Received: loss='l2'"),
+        (["--config.form=fusd"], r"^error: invalid config.form: Unknown training form. Received: form='fusd'. Valid"),
+        (
+            ["--config=configs/ring8.py", "--config.jit_compile=yes"],
+            r"^error: config.jit_compile must be True or False \(true/false, 1/0 too\); received 'yes'.\n$",
+        ),
         (["--config.steps=0"], r"config.steps must be a positive integer; received steps=0"),
         (
             ["--strategy=gpu"],
@@ -269,6 +274,12 @@ class EveryValueTypeableTest(tu.TestCase):
             r"^unknown config key 'ema.decy' \(received --config.ema.decy=None\); valid keys here: decay, rampup, start\.$",
         )
         self.assertEqual(run_cli(*base[1:], "--config.steps=None")[0], 2)  # refused by validation, in one line
+        for spelled in ("none", "NULL"):  # as typed by hand; a text field keeps the word (a background "none")
+            images = ["train.py", "--config=configs/images.py", "--config.data=x"]
+            _, config, _ = train.read_command_line(
+                [*images, f"--config.ema.decay={spelled}", f"--config.background={spelled}"]
+            )
+            self.assertEqual((config.ema.decay, config.background), (None, spelled))
 
 
 #: Trains the 64 px SNGAN pair (G's width 256, D's 8: G's top layers at full size, where the

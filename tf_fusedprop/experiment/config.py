@@ -245,6 +245,7 @@ def gan_arguments(config):
     """
     builders = (
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
+        (("form",), lambda: {"form": fp_forms.get(config.form)}),  # an unknown name blames config.form alone
         (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
         (("warmup", "alternate_every"), lambda: {"form": _scheduled(arguments["form"], config)}),
         (("loss", "form"), lambda: _supported_pair(config)),

@@ -54,7 +54,7 @@ class ValidateTest(tu.TestCase):
             r"invalid config.loss, config.form: The hinge loss does not support form='fused'",
         ),
         ("ring8", "loss", "l2", r"invalid config.loss: Unknown GAN loss. Received: loss='l2'. Valid names: minimax"),
-        ("ring8", "form", "fast", r"invalid config.form, config.n_dis: Unknown training form. Received: form='fast'"),
+        ("ring8", "form", "fast", r"invalid config.form: Unknown training form. Received: form='fast'"),
         ("ring8", "n_dis", 0, r"invalid config.form, config.n_dis: n_dis must be a positive integer.*n_dis=0"),
         ("ring8", "iter_size", 0, r"invalid config.iter_size: .*Received: iter_size=0"),
         ("ring8", "iter_size", 3, r"divisible by config.iter_size; received batch_size=8, iter_size=3"),

@@ -214,6 +214,54 @@ class CallbacksTest(tu.TestCase):
             scalars.on_epoch_end(0, {"d_loss": 1.0})
         self.assertEqual(os.listdir(os.path.join(directory, "samples")), [])
 
+    def test_progress_times_the_updates_says_when_the_run_ends_and_shows_samples_every_few_minutes(self):
+        directory = self.get_temp_dir()
+        now, said = [0.0], []
+        grid = callbacks.SampleGrid(
+            np.zeros((10, 4), np.float32),
+            os.path.join(directory, "samples"),
+            render=lambda s: pictures.scatter_plot(s, extent=3.0),
+        )
+        progress = callbacks.Progress(1000, grid, every_minutes=1, lines=True, log=said.append, clock=lambda: now[0])
+
+        class Clock(keras.callbacks.Callback):  # the first call (tracing) takes 30 s, then 10 s per update
+            def on_train_batch_end(self, batch, logs=None):
+                now[0] += 30.0 if batch == 0 else 10.0
+
+        gan = tiny_gan()
+        before = [v.numpy() for v in gan.variables]
+        gan.fit(
+            real_samples.ring8(16),
+            epochs=1,
+            steps_per_epoch=12,
+            verbose=0,
+            shuffle=False,
+            callbacks=[Clock(), grid, progress],
+        )
+        self.assertRegex(
+            said[0],
+            r"^Timed: 10 s per update; 997 updates left, about 2 h 46 min of training \(evaluations and "
+            r"checkpoints on top\), until ~\w{3} \d\d:\d\d.$",
+        )
+        # 60 s after the start (step 4: 30 + 3 x 10 s) and 60 s after that (step 10).
+        self.assertEqual([line.split(":")[0] for line in said[1:]], ["step 4/1,000", "step 10/1,000"])
+        self.assertRegex(
+            said[2],
+            r"^step 10/1,000: 10 s/update, d_loss [\d.]+, g_loss [\d.]+; about 2 h 45 min left; samples: .*latest.png$",
+        )
+        self.assertEqual(sorted(os.listdir(os.path.join(directory, "samples"))), ["epoch_0001.png", "latest.png"])
+        quiet = callbacks.Progress(1000, None, every_minutes=1, lines=False, log=said.append, clock=lambda: now[0])
+        said.clear()
+        restored = tiny_gan()
+        for variable, value in zip(restored.variables, before):
+            variable.assign(value)
+        restored.fit(
+            real_samples.ring8(16), epochs=1, steps_per_epoch=12, verbose=0, shuffle=False, callbacks=[Clock(), quiet]
+        )
+        self.assertLen(said, 1)  # on a terminal: the estimate, no progress lines (Keras's bar is there)
+        for a, b in zip(gan.variables, restored.variables):  # the early grids changed nothing
+            self.assertAllEqual(a.numpy(), b.numpy())
+
     def test_restore_without_checkpoint_is_epoch_zero(self):
         backup = callbacks.BackupAndRestore(os.path.join(self.get_temp_dir(), "none"))
         self.assertIsNone(backup.metadata())

@@ -11,6 +11,7 @@ values (`Throughput`, `Evaluation`) write them into the epoch's `logs`, so the p
 
 import contextlib
 import dataclasses
+import datetime
 import io
 import json
 import os
@@ -23,7 +24,10 @@ import tensorflow as tf
 from tf_fusedprop.experiment import files, pictures, summaries
 from tf_fusedprop.experiment.config import json_values, schedule
 
-__all__ = ["BackupAndRestore", "Evaluation", "RunCallbacks", "SampleGrid", "Scalars", "Throughput"]
+__all__ = ["BackupAndRestore", "Evaluation", "Progress", "RunCallbacks", "SampleGrid", "Scalars", "Throughput"]
+
+#: Minutes between a run's early sample grids and, in a log file, its progress lines (`Progress`).
+PROGRESS_MINUTES = 5
 
 
 def _global_step(model):
@@ -68,13 +72,18 @@ class SampleGrid(keras.callbacks.Callback):
         """The PNG of (0-based) `epoch`."""
         return os.path.join(self.directory, f"epoch_{epoch + 1:04d}.png")
 
-    def on_epoch_end(self, epoch, logs=None):
+    def write(self, path):
+        """Renders the model's samples of the fixed latents into the PNG `path`; returns the image."""
         inputs = self.latents if self.labels is None else [self.latents, self.labels]
         samples = np.asarray(self.model.sampling_generator(inputs, training=False), dtype=np.float32)
         image = self.render(samples)
         os.makedirs(self.directory, exist_ok=True)
+        pictures.write_png(path, image)
+        return image
+
+    def on_epoch_end(self, epoch, logs=None):
         self.last_path = self.path(epoch)
-        pictures.write_png(self.last_path, image)
+        image = self.write(self.last_path)
         if self.writer is not None:
             with self.writer.as_default():
                 summaries.summary_image("samples", image, step=_global_step(self.model))
@@ -332,6 +341,76 @@ class BackupAndRestore(keras.callbacks.Callback):
         self.save(self.model, epoch + 1)
 
 
+def _duration(seconds):
+    """ "45 s", "12 min", "3 h 05 min", "2 d 4 h"."""
+    minutes = int(round(seconds / 60))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours < 48 else f"{hours // 24} d {hours % 24} h"
+
+
+class Progress(keras.callbacks.Callback):
+    """A long run you can follow: once the first updates are timed (the first train-function
+    call, which traces, left out), one line with the time per update and the expected time to
+    the end; then every `every_minutes`, a sample grid `samples/latest.png` (so that the first
+    grid comes within minutes, not after the first epoch) and, with `lines=True` (a log file, not
+    a terminal's progress bar), a progress line. Reading G for the grid changes no state.
+
+    Args:
+      total_steps: the run's G updates (`config.steps`).
+      grid: the run's `SampleGrid` (None: no early grids).
+      every_minutes: between grids and progress lines; None or 0: none.
+      lines: print a progress line at each of them.
+      log: where the lines go (`print`).
+      clock: seconds, monotonic (tests pass their own).
+    """
+
+    #: The first estimate waits for this much timed training, and is said only if at least
+    #: this much is left.
+    TIMED_SECONDS, WORTH_SAYING_SECONDS = 20.0, 120.0
+
+    def __init__(self, total_steps, grid=None, every_minutes=5, lines=False, log=print, clock=time.monotonic):
+        super().__init__()
+        self.total_steps, self.grid, self.lines, self.log, self.clock = total_steps, grid, lines, log, clock
+        self.every_seconds = 60.0 * every_minutes if every_minutes else None
+        self.seconds_per_update = None
+        self._timed_from = None
+        self._last = None
+
+    def on_train_begin(self, logs=None):
+        self._timed_from, self._last = None, self.clock()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now, step = self.clock(), _global_step(self.model)
+        if self._timed_from is None:  # the first call traces: timing starts after it
+            self._timed_from = (now, step)
+            return
+        start, first = self._timed_from
+        if self.seconds_per_update is None and now - start >= self.TIMED_SECONDS and step > first:
+            self.seconds_per_update = (now - start) / (step - first)
+            left = (self.total_steps - step) * self.seconds_per_update
+            if left >= self.WORTH_SAYING_SECONDS:
+                ends = datetime.datetime.now() + datetime.timedelta(seconds=left)
+                self.log(
+                    f"Timed: {self.seconds_per_update:.3g} s per update; {self.total_steps - step:,} updates left, about "
+                    f"{_duration(left)} of training (evaluations and checkpoints on top), until ~{ends:%a %H:%M}."
+                )
+        if self.every_seconds and now - self._last >= self.every_seconds:
+            self._last = now
+            if self.grid is not None:
+                self.grid.write(os.path.join(self.grid.directory, "latest.png"))
+            if self.lines:
+                rate = f"{self.seconds_per_update:.3g} s/update, " if self.seconds_per_update else ""
+                left = (self.total_steps - step) * self.seconds_per_update if self.seconds_per_update else None
+                losses = ", ".join(f"{k} {float(logs[k]):.4g}" for k in ("d_loss", "g_loss") if logs and k in logs)
+                grid = f"; samples: {os.path.join(self.grid.directory, 'latest.png')}" if self.grid is not None else ""
+                remaining = f"; about {_duration(left)} left" if left is not None else ""
+                self.log(f"step {step:,}/{self.total_steps:,}: {rate}{losses}{remaining}{grid}")
+
+
 @dataclasses.dataclass
 class RunCallbacks:
     """A run's callbacks (`all`, in `fit`'s order), the ones its summary reads, and their writer."""
@@ -343,9 +422,10 @@ class RunCallbacks:
     all: list
 
     @classmethod
-    def create(cls, config, data, out, evaluator, checkpoint, initial_epoch):
+    def create(cls, config, data, out, evaluator, checkpoint, initial_epoch, terminal=True):
         """The callbacks of a run of `config` on its opened `data` (`datasets.OpenedDataset`),
-        writing under `out`: throughput, evaluation by `evaluator` (if any), sample grids,
+        writing under `out`: progress (the timed estimate, early grids, and progress lines when
+        not on a `terminal`), throughput, evaluation by `evaluator` (if any), sample grids,
         TensorBoard scalars (with the config as text), and `checkpoint` last."""
         step = initial_epoch * schedule(config)[1]
         logdir = os.path.join(out, "logs")
@@ -356,5 +436,8 @@ class RunCallbacks:
         evaluation = Evaluation(evaluator, every=config.eval_every, throughput=throughput) if evaluator else None
         latents, labels = data.grid_inputs
         grid = SampleGrid(latents, os.path.join(out, "samples"), render=data.render, writer=writer, labels=labels)
+        # On a terminal a line ends the progress bar's line first; in a log file lines are flushed.
+        say = (lambda line: print(f"\n{line}", flush=True)) if terminal else (lambda line: print(line, flush=True))
+        progress = Progress(config.steps, grid, PROGRESS_MINUTES, lines=not terminal, log=say)
         everything = [throughput] + ([evaluation] if evaluation else []) + [grid, Scalars(writer, logdir), checkpoint]
-        return cls(writer, throughput, evaluation, grid, everything)
+        return cls(writer, throughput, evaluation, grid, [progress] + everything)

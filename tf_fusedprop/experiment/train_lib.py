@@ -170,7 +170,9 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
                 os.path.join(out, "backup"), steps_per_epoch, config.checkpoint_minutes, signals
             )
             saving.resume(checkpoint.metadata())
-        hooks = callbacks.RunCallbacks.create(config, data, out, evaluator, saving, initial_epoch)
+        hooks = callbacks.RunCallbacks.create(
+            config, data, out, evaluator, saving, initial_epoch, terminal=verbose == 1
+        )
         notes = [fitted, note, distribution.fit_under(gan, strategy), *rerun_changes]
         _announce(config, strategy, precision, run, out, gan, checkpoint.metadata(), notes)
         several = distribution.facts(strategy)["workers"] > 1

@@ -555,8 +555,8 @@ class OwnImagesTest(tu.TestCase):
         self.assertRegex(
             out,
             r"Images: 16 from .*images at 32x32x3, 2 classes, 1 with transparency \(composited onto white\); skipped 1 "
-            r"file that did not decode \(the first: .*one/corrupt.jpg\); (prepared into|reused from) "
-            r".*images/[0-9a-f]{16}_32px_autoc_v3_on_white.\n",
+            r"of 17 files: .*one/corrupt.jpg \(not an image file: .*\), each with its reason in .*skipped.txt; "
+            r"(prepared into|reused from) .*images/[0-9a-f]{16}_32px_autoc_v3_on_white.\n",
         )
         self.assertRegex(
             out, r"\nFID/KID/IS off: TF-GAN's Inception module could not be fetched \(.*\); training goes on\."
@@ -572,7 +572,7 @@ class OwnImagesTest(tu.TestCase):
         status, out, err, workdir = self.train(*args, config="configs/images.py:alternating")
         self.assertEqual((status, err), (0, ""))
         self.assertRegex(
-            out, r"Images: 16 from .*images.zip at 64x64x1, 2 classes, 1 with transparency .*; skipped 1 file"
+            out, r"Images: 16 from .*images.zip at 64x64x1, 2 classes, 1 with transparency .*; skipped 1 of 17 files"
         )
         self.assertIn("form alternating", out)
         grid = tf.io.decode_png(tf.io.read_file(os.path.join(workdir, "samples", "epoch_0002.png")))

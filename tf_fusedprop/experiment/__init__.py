@@ -6,19 +6,22 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 
 | module | what |
 |---|---|
-| `data` | tf.data pipelines: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, ring8/grid25 mixtures |
+| `real_samples` | the real data: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, MNIST-5k, ring8/grid25 mixtures |
+| `image_files` | a user's images (a folder, a zip, a TFDS dataset) decoded once into a cache: crop, resize, transparency, what was skipped |
+| `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and `open_dataset(config)`: one run's data, read once and shared (`OpenedDataset`) |
 | `metrics` | FID, IS, KID, mode coverage: numpy and scipy only |
 | `features` | feature extractors (digits classifier, TF-GAN Inception) and cached reference statistics |
 | `downloads` | downloads that fail fast offline: reachability checks, SavedModels fetched once into a cache |
 | `evaluators` | a generator's score on fixed latents: FID/IS (digits: and KID) of images, mode coverage of mixtures |
-| `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and `open_dataset(config)`: one run's data, read once and shared (`OpenedDataset`) |
+| `inference` | a run's samples and metrics from its checkpoint, without training (`train.py --mode=sample/evaluate`) |
 | `config` | `validate(config)`: one check per field, then the checks between fields and against the data; returns the opened dataset; `ConfigError` |
-| `workdir` | the run directory: default location, existing-run check, `config.json` |
-| `files` | the one atomic write (temporary name, then rename) and JSON |
-| `images` | sample grids and scatter plots rendered with numpy, written as PNG |
+| `workdir` | the run directory: default location, existing-run check, `config.json`, one run at a time (`locked`) |
+| `files` | the one atomic write (temporary name, then rename; a full disk in one line), JSON, stale temporaries |
+| `pictures` | sample grids and scatter plots rendered with numpy, written as PNG |
 | `summaries` | TensorBoard scalar/image/text records with core TensorFlow only |
-| `callbacks` | Keras callbacks: sample grids, evaluation, throughput, scalars, SIGKILL-safe checkpoints |
-| `distribution` | the `tf.distribute` strategy of `train.py --strategy`, its checks, sharding, and who writes |
+| `callbacks` | Keras callbacks: sample grids, evaluation, throughput, progress, scalars, SIGKILL-safe checkpoints within and after epochs |
+| `interrupt` | Ctrl-C and SIGTERM: the step reached saved, one line, the exit status |
+| `distribution` | the `tf.distribute` strategy of `train.py --strategy`, its checks, sharding, who writes, stopping together |
 | `divergence` | stops a run at its first non-finite update, keeping the last good checkpoint; the resume command |
 | `train_lib` | `train(config, workdir)`: prepare, build, fit, finish |
 """

@@ -5,7 +5,7 @@ Their step counter is the number of G updates, `model.g_optimizer.iterations`, s
 curves of a resumed run continue where the killed run stopped. Per-epoch callbacks that add
 values (`Throughput`, `Evaluation`) write them into the epoch's `logs`, so the progress bar,
 `History` and `Scalars` (placed after them) see them too. Every file is written atomically
-(`files.atomic_write`); images are rendered by `images`, TensorBoard records by `summaries`.
+(`files.atomic_write`); images are rendered by `pictures`, TensorBoard records by `summaries`.
 `RunCallbacks.create` puts together those of a `train_lib` run.
 """
 

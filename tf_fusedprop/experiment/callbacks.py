@@ -384,12 +384,17 @@ class Progress(keras.callbacks.Callback):
         self._timed_from, self._last = None, self.clock()
 
     def on_train_batch_end(self, batch, logs=None):
-        now, step = self.clock(), _global_step(self.model)
+        now = self.clock()
         if self._timed_from is None:  # the first call traces: timing starts after it
-            self._timed_from = (now, step)
+            self._timed_from = (now, _global_step(self.model))
             return
         start, first = self._timed_from
-        if self.seconds_per_update is None and now - start >= self.TIMED_SECONDS and step > first:
+        timing = self.seconds_per_update is None and now - start >= self.TIMED_SECONDS
+        ticking = self.every_seconds and now - self._last >= self.every_seconds
+        if not (timing or ticking):
+            return  # most calls: no read of the model's step
+        step = _global_step(self.model)
+        if timing and step > first:
             self.seconds_per_update = (now - start) / (step - first)
             left = (self.total_steps - step) * self.seconds_per_update
             if left >= self.WORTH_SAYING_SECONDS:
@@ -398,7 +403,7 @@ class Progress(keras.callbacks.Callback):
                     f"Timed: {self.seconds_per_update:.3g} s per update; {self.total_steps - step:,} updates left, about "
                     f"{_duration(left)} of training (evaluations and checkpoints on top), until ~{ends:%a %H:%M}."
                 )
-        if self.every_seconds and now - self._last >= self.every_seconds:
+        if ticking:
             self._last = now
             if self.grid is not None:
                 self.grid.write(os.path.join(self.grid.directory, "latest.png"))

@@ -42,11 +42,12 @@ def get_base_config():
     | num_classes | None, or the dataset's classes for a class-conditional GAN |
     | ema.decay, ema.start, ema.rampup | `tf_fusedprop.EMA(decay, start, rampup)`: decay None (off) or e.g. 0.999; G updates before it starts; None, or the fraction of the updates so far that bounds its half-life (e.g. 0.05) |
     | augment | `tf_fusedprop.DiffAugment` policies, e.g. "translation,cutout,color"; "" for none |
+    | adaptive_augment.target, .interval, .ramp_images | `DiffAugment(augment, p="auto", target, interval, ramp_images)`: target None (every operation on every sample) or the E[sign(D(real))] to hold (ADA: 0.6), the probability adapting from 0; G updates between adjustments; real samples over which it can go from 0 to 1 |
     | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
     | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
     | lookahead.every, lookahead.alpha, lookahead.forms | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step; the forms it applies to (comma-separated, a per-form default) |
 
-    The sub-dicts `ema`, `r1`, `gp` and `lookahead` are the keyword arguments of the objects they configure
+    The sub-dicts `ema`, `adaptive_augment`, `r1`, `gp` and `lookahead` are the keyword arguments of the objects they configure
     (`tf_fusedprop.experiment.config.gan_arguments`), which check them.
     """
     config = config_dict.ConfigDict()
@@ -84,6 +85,9 @@ def get_base_config():
         {"decay": config_dict.placeholder(float), "start": 0, "rampup": config_dict.placeholder(float)}
     )
     config.augment = ""
+    config.adaptive_augment = config_dict.ConfigDict(
+        {"target": config_dict.placeholder(float), "interval": 4, "ramp_images": 500_000}
+    )
     config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})
     config.lookahead = config_dict.ConfigDict({"every": 0, "alpha": 0.5, "forms": ",".join(ALL_FORMS)})

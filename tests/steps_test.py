@@ -214,11 +214,12 @@ class PenaltyExactnessTest(tu.TestCase):
 
 
 class AugmentedExactnessTest(tu.TestCase):
-    """DiffAugment keeps D per-sample, so every form stays exact (and conditional too)."""
+    """DiffAugment keeps D per-sample, so every form stays exact (and conditional too), with
+    every operation applied or each with a probability."""
 
-    @parameterized.product(form=("fused", "inverse", "adaptive"), conditional=(False, True))
-    def test_matches_two_tape_simgd(self, form, conditional):
-        augment = DiffAugment("color,translation,cutout").bind(tf.constant([7, 9], tf.int64))
+    @parameterized.product(form=("fused", "inverse", "adaptive"), conditional=(False, True), p=(1.0, 0.5))
+    def test_matches_two_tape_simgd(self, form, conditional, p):
+        augment = DiffAugment("color,translation,cutout", p=p).bind(tf.constant([7, 9], tf.int64))
         if conditional:
             generator, discriminator = tu.tiny_conditional_pair(dtype="float64", spectral_norm=True)
             real, z, real_labels, fake_labels = tu.tiny_labelled_batch(dtype="float64")

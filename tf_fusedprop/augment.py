@@ -12,13 +12,23 @@ Policies (comma-separated, applied in this order):
 * `translation`: shift by whole pixels, up to 1/8 of the size per axis, zero padded.
 * `cutout`: zero a square of half the size at a random position (clipped at the border).
 
-Randomness is stateless: the same `[2]` seed gives the same transformation, which
+Each operation is applied to every sample (`p=1`, the default: DiffAugment as published), to
+each sample with a fixed probability `p`, or with a probability that adapts to D (`p="auto"`,
+ADA's mechanism: `tf_fusedprop.augment_probability`): 0 at first, raised while D grows
+confident on the real samples, lowered when it is not. Whether an operation applies to a sample
+is drawn per sample and operation, so D stays a per-sample function of its input.
+
+Randomness is stateless: the same `[2]` seed (and `p`) gives the same transformation, which
 `FusedPropGAN` draws per step from the augmentation's own seed stream (`tf_fusedprop.seeds`)
 and folds with the replica id.
 """
 
+import numbers
+
 import keras
 import tensorflow as tf
+
+from tf_fusedprop.augment_probability import AdaptiveProbability
 
 __all__ = ["DiffAugment", "POLICIES"]
 
@@ -84,15 +94,21 @@ class DiffAugment:
       policy: comma-separated names from `POLICIES`, e.g. "translation,cutout,color" (the
         order given is irrelevant: color, translation, cutout always run in that order, as in
         the authors' code); "" for none.
+      p: the probability, per sample and operation, that the operation applies: a number in
+        [0, 1], or "auto" for an adaptive one (`FusedPropGAN` adjusts it from D's outputs on
+        the real samples; `p` then reads its current value).
+      target: with `p="auto"`, the `E[sign(D(real))]` to hold (ADA: 0.6).
+      interval: with `p="auto"`, G updates between adjustments.
+      ramp_images: with `p="auto"`, the real samples over which p can go from 0 to 1.
 
     Raises:
-      ValueError: an unknown name.
+      ValueError: an unknown name, or a value out of range.
     """
 
     #: It draws a seed every step (from a stream of its own in `FusedPropGAN`).
     seeded = True
 
-    def __init__(self, policy="color,translation,cutout"):
+    def __init__(self, policy="color,translation,cutout", p=1.0, target=0.6, interval=4, ramp_images=500_000):
         if not isinstance(policy, str):
             raise ValueError(f"DiffAugment takes a comma-separated policy string. Received: policy={policy!r}")
         names = [name.strip() for name in policy.split(",") if name.strip()]
@@ -102,6 +118,21 @@ class DiffAugment:
                 f"Unknown DiffAugment policy {unknown}. Received: policy={policy!r}; valid: {', '.join(POLICIES)}."
             )
         self.policy = ",".join(name for name in POLICIES if name in names)
+        self.adaptive = AdaptiveProbability(target, interval, ramp_images) if p == "auto" else None
+        if self.adaptive is None and (isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1):
+            raise ValueError(f'DiffAugment\'s p must be a number in [0, 1] or "auto". Received: p={p!r}')
+        self._fixed_p = None if self.adaptive is not None else float(p)
+
+    @property
+    def p(self):
+        """The probability each operation applies with: a float, or for `p="auto"` the current
+        value (a float32 scalar tensor)."""
+        return self._fixed_p if self.adaptive is None else self.adaptive.p
+
+    def attach(self):
+        """The state variables of an adaptive probability, created (see
+        `AdaptiveProbability.attach`); [] for a fixed one. `FusedPropGAN` calls it."""
+        return [] if self.adaptive is None else self.adaptive.attach()
 
     def __call__(self, images, seed):
         """Transforms NHWC `images` with per-sample parameters drawn from the `[2]` int `seed`.
@@ -114,8 +145,15 @@ class DiffAugment:
                 f"DiffAugment transforms NHWC images with static height and width. Received: shape {images.shape}"
             )
         seed = tf.cast(seed, tf.int64)
+        p = self.p
         for i, name in enumerate(self.policy.split(",") if self.policy else []):
-            images = _OPERATIONS[name](images, tf.random.experimental.stateless_fold_in(seed, i))
+            transformed = _OPERATIONS[name](images, tf.random.experimental.stateless_fold_in(seed, i))
+            if isinstance(p, float) and p == 1.0:
+                images = transformed
+            else:  # a draw of its own per operation, apart from the operations' seeds (0, 1, 2)
+                draw_seed = tf.random.experimental.stateless_fold_in(seed, len(POLICIES) + i)
+                applies = _uniform(draw_seed, images) < tf.cast(p, images.dtype)
+                images = tf.where(applies, transformed, images)
         return images
 
     def bind(self, seed):
@@ -124,7 +162,10 @@ class DiffAugment:
 
     def get_config(self):
         """Constructor arguments."""
-        return {"policy": self.policy}
+        config = {"policy": self.policy}
+        if self.adaptive is None:
+            return config if self._fixed_p == 1.0 else {**config, "p": self._fixed_p}
+        return {**config, "p": "auto", **self.adaptive.get_config()}
 
     @classmethod
     def from_config(cls, config):
@@ -132,4 +173,5 @@ class DiffAugment:
         return cls(**config)
 
     def __repr__(self):
-        return f"DiffAugment({self.policy!r})"
+        extra = "".join(f", {key}={value!r}" for key, value in list(self.get_config().items())[1:])
+        return f"DiffAugment({self.policy!r}{extra})"

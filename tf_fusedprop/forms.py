@@ -59,7 +59,8 @@ class Phase(collections.namedtuple("Phase", ["name", "players", "logs", "gradien
       name: "discriminator", "generator" or "both".
       players: the players it updates ("discriminator", "generator").
       logs: the names of the scalar diagnostics it reports (`d_loss`, `g_loss`, `real_logit`,
-        `fake_logit`).
+        `fake_logit`; a phase that updates D also `real_sign`, the mean of `sign(D(real))`, which
+        an adaptive `DiffAugment` follows).
       gradients: `(generator, discriminator, batch, loss, options) -> (grads, logs)`: `grads`
         maps each player it updates to gradients aligned with its trainable variables, `logs`
         maps `logs`' names to scalars.
@@ -67,7 +68,12 @@ class Phase(collections.namedtuple("Phase", ["name", "players", "logs", "gradien
 
 
 def _d_logs(d_loss, real_logits, fake_logits):
-    return {"d_loss": d_loss, "real_logit": tf.reduce_mean(real_logits), "fake_logit": tf.reduce_mean(fake_logits)}
+    return {
+        "d_loss": d_loss,
+        "real_logit": tf.reduce_mean(real_logits),
+        "fake_logit": tf.reduce_mean(fake_logits),
+        "real_sign": tf.reduce_mean(tf.sign(real_logits)),
+    }
 
 
 def _discriminator_gradients(generator, discriminator, batch, loss, options):
@@ -88,10 +94,12 @@ def _simultaneous_phase(step):
         r = step(generator, discriminator, batch, loss, options=options)
         return {D: r.d_grads, G: r.g_grads}, {"g_loss": r.g_loss, **_d_logs(r.d_loss, r.real_logits, r.fake_logits)}
 
-    return Phase("both", (D, G), ("d_loss", "g_loss", "real_logit", "fake_logit"), gradients)
+    return Phase("both", (D, G), ("d_loss", "g_loss", "real_logit", "fake_logit", "real_sign"), gradients)
 
 
-DISCRIMINATOR = Phase("discriminator", (D,), ("d_loss", "real_logit", "fake_logit"), _discriminator_gradients)
+DISCRIMINATOR = Phase(
+    "discriminator", (D,), ("d_loss", "real_logit", "fake_logit", "real_sign"), _discriminator_gradients
+)
 GENERATOR = Phase("generator", (G,), ("g_loss",), _generator_gradients)
 
 

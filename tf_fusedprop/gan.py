@@ -128,13 +128,17 @@ class FusedPropGAN(keras.Model):
         and D on `[samples, labels]`.
       latent_dim: the size of z; None to read it from G's inputs or build shape.
       regularizers: D's gradient penalties (`R1(gamma, every=16)`, `GradientPenalty(weight)`).
-      augment: a `DiffAugment` applied to D's real and fake inputs, or None.
+      augment: a `DiffAugment` applied to D's real and fake inputs, or None; with `p="auto"` its
+        probability adapts to D's outputs on the real samples, in the graph, after every step
+        (its state is saved with the model).
       ema: an `EMA(decay, start)`: keep `ema_generator`, an exponential moving average of G,
         which `sampling_generator` and `export_generator` use; None: off.
       lookahead: a `Lookahead(every, alpha)`: both players' weights jump back jointly towards
         slow copies every `every` steps (Lookahead-minmax); None: off.
 
-    Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`.
+    Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`;
+    with an adaptive augmentation (`DiffAugment(..., p="auto")`) also `real_sign` (the epoch's
+    mean of sign(D(real)), the signal it follows) and `augment_p` (its probability now).
     """
 
     def __init__(
@@ -173,13 +177,15 @@ class FusedPropGAN(keras.Model):
         # Tracked, so that `variables` (and snapshots of them) include the streams' states.
         self.seed_generators = [stream.generator for stream in self._streams.values()]
         self.ema_generator = None if ema is None else ema.attach(generator, self.sampler.example_inputs(1))
+        # Tracked, so that an adaptive augmentation's probability is saved and restored.
+        self.augment_state = [] if augment is None else self.augment.attach()
         divergence = DivergenceRecord()
         self.first_nonfinite = divergence.variable
         # Tracked, so that the slow weights are saved and restored with the model.
         self.lookahead_weights = [] if lookahead is None else lookahead.attach(_trainable(models))
         self.updater = Updater(models, divergence, self.ema, self.lookahead)
         self._accumulators = accumulators(models, self.iter_size)
-        self._trackers = {name: keras.metrics.Mean(name=name) for name in LOGS}
+        self._trackers = {name: keras.metrics.Mean(name=name) for name in LOGS + self._adaptive_logs}
         self.d_optimizer = self.g_optimizer = None
         self.built = True
 
@@ -198,8 +204,14 @@ class FusedPropGAN(keras.Model):
         self.updater.compile(self.form, {D: self.d_optimizer, G: self.g_optimizer})
 
     @property
+    def _adaptive_logs(self):
+        """("real_sign",) when the augmentation adapts (the signal it follows), else ()."""
+        return ("real_sign",) if self.augment_state else ()
+
+    @property
     def metrics(self):
-        """The four trackers, so that Keras resets them every epoch."""
+        """The trackers (four; with an adaptive augmentation five), so that Keras resets them
+        every epoch."""
         return list(self._trackers.values())
 
     @property
@@ -229,16 +241,24 @@ class FusedPropGAN(keras.Model):
                 f"FusedPropGAN trains on samples of shape {self.sample_shape} (what G makes and D takes); "
                 f"fit received a batch of shape {tuple(real.shape)}."
             )
-        logs = {}
+        logs, real_signs = {}, []
         self.updater.start_step()
         for phase in self._active_form.phases:
             grads, phase_logs = self._gradients(phase, self.sampler.batch(real, real_labels))
             self.updater.apply(grads, phase_logs)
+            if "real_sign" in phase_logs:
+                real_signs.append(phase_logs.pop("real_sign"))
             logs.update(phase_logs)
         self.updater.finish_step()
+        if self.augment_state and real_signs:
+            seen = tf.cast(tf.shape(real)[0], tf.float32)
+            self.augment.adaptive.observe(tf.add_n(real_signs) * seen, len(real_signs) * seen, self.updater.step)
+            logs["real_sign"] = tf.add_n(real_signs) / len(real_signs)
         for name, value in logs.items():
             self._trackers[name].update_state(value)
         results = {m.name: m.result() for m in self.metrics}
+        if self.augment_state:
+            results["augment_p"] = self.augment.p
         # Across workers Keras reduces each step's results over axis 0, which fails on scalars
         # (tensorflow/tensorflow#72388): one element each, whose mean is the mean over workers.
         return {name: tf.reshape(value, [1]) for name, value in results.items()} if replicas.multi_worker() else results

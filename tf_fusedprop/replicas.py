@@ -1,12 +1,13 @@
 """What a training step asks `tf.distribute` about the replica it runs on, in one place.
 
 Outside a strategy (or on one replica) every function here is the identity of one device:
-`count()` is 1, `rows_of_global_batch` draws the batch itself, `all_agree` returns its flag.
+`count()` is 1, `rows_of_global_batch` draws the batch itself, `all_agree` returns its flag,
+`summed` its value.
 """
 
 import tensorflow as tf
 
-__all__ = ["all_agree", "count", "cross_replica", "fold_in_replica", "multi_worker", "rows_of_global_batch"]
+__all__ = ["all_agree", "count", "cross_replica", "fold_in_replica", "multi_worker", "rows_of_global_batch", "summed"]
 
 
 def count():
@@ -47,6 +48,12 @@ def all_agree(flag):
         return flag
     failures = context.all_reduce("sum", tf.cast(tf.logical_not(flag), tf.float32))
     return tf.equal(failures, 0.0)
+
+
+def summed(value):
+    """`value` summed over the replicas (itself on one replica)."""
+    context = _context()
+    return value if context is None else context.all_reduce("sum", value)
 
 
 def cross_replica(fn):

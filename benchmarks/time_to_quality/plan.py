@@ -54,6 +54,9 @@ STABILIZERS = {
     # without the ramp (at 0.995 the ramp ends after ~2,800 updates; at 0.999 after ~13,900).
     "diffaugment": {"augment": "translation,cutout"},
     "ema_rampup": {"ema.rampup": 0.05},
+    # Issue 61: the same operations applied with ADA's adaptive probability (target 0.6, p from
+    # 0 to 1 in at most 500k real samples) instead of to every sample.
+    "adaptive_diffaugment": {"augment": "translation,cutout", "adaptive_augment.target": 0.6},
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

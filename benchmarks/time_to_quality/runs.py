@@ -23,7 +23,7 @@ from tf_fusedprop.experiment.config import (
     json_values,
 )
 
-_TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "steps_per_second"}
+_TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "real_sign", "augment_p", "steps_per_second"}
 
 
 def _finite_number(value):

@@ -88,6 +88,19 @@ class ValidateTest(tu.TestCase):
             "color,flip",
             r"invalid config.augment: Unknown DiffAugment policy \['flip'\]. Received: policy='color,flip'",
         ),
+        (
+            "digits",
+            "adaptive_augment.target",
+            0.6,
+            r"invalid config.adaptive_augment: adaptive_augment.target adapts the probability of config.augment's "
+            r"operations, and it names none; set one, e.g. --config.augment=translation,cutout$",
+        ),
+        (
+            "digits",
+            "adaptive_augment.interval",
+            0,
+            r"invalid config.adaptive_augment: DiffAugment's interval must be a positive integer. Received: interval=0$",
+        ),
         ("digits", "ema.decay", 1.0, r"invalid config.ema: The EMA decay must be in \[0, 1\). Received: decay=1.0"),
         ("digits", "ema.start", -1, r"invalid config.ema: .*start must be an integer >= 0"),
         ("digits", "r1.gamma", -1.0, r"invalid config.r1: R1 needs gamma > 0. Received: gamma=-1.0"),
@@ -170,6 +183,12 @@ class GanArgumentsTest(tu.TestCase):
             (repr(arguments["form"]), arguments["augment"].policy), (repr(fp.SinglePass("fused")), "color")
         )
         self.assertEqual((arguments["ema"].decay, arguments["lookahead"]), (0.995, None))
+        self.assertEqual(arguments["augment"].get_config(), {"policy": "color"})  # every operation on every sample
+        config.adaptive_augment.target, config.adaptive_augment.ramp_images = 0.5, 1000
+        self.assertEqual(
+            fp_config.gan_arguments(config)["augment"].get_config(),
+            {"policy": "color", "p": "auto", "target": 0.5, "interval": 4, "ramp_images": 1000},
+        )
 
     def test_lookahead_applies_to_the_forms_it_lists(self):
         config = tu.tiny_config("ring8")
@@ -262,6 +281,7 @@ class WarmupTest(tu.TestCase):
                 "alternate_every": 0,
                 "warmup_g_lr_scale": 1.0,
                 "checkpoint_minutes": 10,
+                "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000},  # a new sub-dict whole
             },
         )
         self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was

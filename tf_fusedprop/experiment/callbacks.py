@@ -106,7 +106,7 @@ class Evaluation(keras.callbacks.Callback):
         `step` (G updates), `train_seconds` (the throughput's epoch time so far: evaluations,
         sample grids and checkpoints excluded), `metrics` (plain numbers), and `finite`
         (False once a loss of an epoch so far was not finite, or the model's `divergence()`
-        recorded a non-finite update).
+        recorded a non-finite update); with an adaptive augmentation also `augment_p`.
     """
 
     def __init__(self, evaluate, every=1, throughput=None):
@@ -135,6 +135,8 @@ class Evaluation(keras.callbacks.Callback):
                     key: value.item() if isinstance(value, np.generic) else value for key, value in self.last.items()
                 },
                 "finite": self._finite,
+                # An adaptive augmentation's probability then (`FusedPropGAN`'s augment_p).
+                **({"augment_p": float(logs["augment_p"])} if logs and "augment_p" in logs else {}),
             }
         )
         if logs is not None:

@@ -188,6 +188,7 @@ GAN_FIELDS = (
     "r1",
     "gp",
     "augment",
+    "adaptive_augment",
     "lookahead",
 )
 
@@ -199,6 +200,7 @@ ADDED_FIELDS = {
     "warmup_g_lr_scale": 1.0,
     "ema": {"rampup": None},
     "checkpoint_minutes": 10,  # how often a run saves, not what it trains
+    "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000},
 }
 #: The same for the fields a dataset adds, by dataset: a run of your images recorded before
 #: compositing existed trained on the colour stored beneath transparent pixels.
@@ -254,6 +256,7 @@ def gan_arguments(config):
         (("r1",), lambda: {"r1": _feature(R1, config.r1, "gamma", 1.0)}),
         (("gp",), lambda: {"gp": _feature(GradientPenalty, config.gp, "weight", 1.0)}),
         (("augment",), lambda: {"augment": DiffAugment(config.augment) if config.augment else None}),
+        (("adaptive_augment",), lambda: {"augment": _augment(config)}),
         (("ema",), lambda: {"ema": _feature(EMA, config.ema, "decay", 0.5)}),
         (("lookahead",), lambda: {"lookahead": _lookahead(config)}),
     )
@@ -291,6 +294,8 @@ def with_added_fields(values, added=None):
         if isinstance(default, dict):
             if isinstance(merged.get(key), dict):
                 merged[key] = with_added_fields(merged[key], default)
+            else:
+                merged.setdefault(key, dict(default))
         else:
             merged.setdefault(key, default)
     return merged
@@ -321,6 +326,23 @@ def _feature(cls, settings, switch, neutral, applies=True):
     off = settings[switch] is None or settings[switch] == 0
     built = cls(**{**settings, **({switch: neutral} if off else {})})
     return None if off or not applies else built
+
+
+def _augment(config):
+    """`DiffAugment(config.augment)`, adaptive (`p="auto"` with the `adaptive_augment` sub-dict)
+    where `adaptive_augment.target` is set; None without a policy. The adaptive one is built
+    either way, so that a bad interval or ramp is refused before it is switched on."""
+    settings = dict(config.adaptive_augment)
+    adaptive = settings["target"] is not None
+    built = DiffAugment(config.augment, p="auto", **{**settings, **({} if adaptive else {"target": 0.6})})
+    if not config.augment:
+        if adaptive:
+            raise ValueError(
+                "adaptive_augment.target adapts the probability of config.augment's operations, and it names none; "
+                "set one, e.g. --config.augment=translation,cutout"
+            )
+        return None
+    return built if adaptive else DiffAugment(config.augment)
 
 
 def _lookahead(config):

@@ -1,0 +1,128 @@
+"""Adaptive augmentation: the controller's rule, and its probability through `FusedPropGAN`'s
+training (rises on a D that memorises, stays at 0 on one that cannot, resumes exactly, agrees
+across replicas)."""
+
+import contextlib
+import io
+import os
+
+import keras
+import numpy as np
+from absl.testing import parameterized
+
+import tf_fusedprop as fp
+from tests import testing_utils as tu
+from tf_fusedprop import layers as fp_layers
+from tf_fusedprop.augment_probability import AdaptiveProbability
+
+
+class ControllerTest(tu.TestCase):
+    def test_p_moves_by_the_sign_of_the_rate_every_interval_within_0_and_1(self):
+        controller = AdaptiveProbability(target=0.6, interval=2, ramp_images=100)
+        p, sign_sum, seen = controller.attach()
+        controller.observe(8.0, 8.0, step=1)  # not due: gathered
+        self.assertEqual((float(p.numpy()), float(sign_sum.numpy()), float(seen.numpy())), (0.0, 8.0, 8.0))
+        controller.observe(8.0, 8.0, step=2)  # rate 1 > 0.6: up by the 16 samples of the interval
+        self.assertAllClose((p.numpy(), sign_sum.numpy(), seen.numpy()), (0.16, 0.0, 0.0))
+        controller.observe(-8.0, 8.0, step=3)
+        controller.observe(0.0, 8.0, step=4)  # rate -0.5: down by 16 / 100
+        self.assertAllClose(p.numpy(), 0.0)
+        controller.observe(-8.0, 8.0, step=5)
+        controller.observe(-8.0, 8.0, step=6)
+        self.assertEqual(float(p.numpy()), 0.0)  # never below 0
+        for step in range(7, 27):
+            controller.observe(8.0, 8.0, step=step)
+        self.assertEqual(float(p.numpy()), 1.0)  # nor above 1
+
+    def test_one_controller_per_model(self):
+        controller = AdaptiveProbability()
+        controller.attach()
+        with self.assertRaisesRegex(ValueError, "already belongs to a model; pass a new DiffAugment"):
+            controller.attach()
+
+
+def _gan(augment, g_lr=1e-2, batch_norm=True, **arguments):
+    keras.utils.set_random_seed(0)
+    gan = fp.FusedPropGAN(
+        tu.tiny_generator(batch_norm=batch_norm), tu.tiny_discriminator(), seed=3, augment=augment, **arguments
+    )
+    gan.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(g_lr))
+    return gan
+
+
+def _fit(gan, x, epochs, initial_epoch=0, batch_size=8):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return gan.fit(x, batch_size=batch_size, epochs=epochs, initial_epoch=initial_epoch, shuffle=False, verbose=0)
+
+
+class TrainingTest(tu.TestCase):
+    def test_p_rises_on_a_d_that_memorises_and_stays_at_0_on_one_that_cannot(self):
+        rng = np.random.default_rng(0)
+
+        def frozen_g():  # G does not learn (and has no batch statistics): only the data differ
+            return _gan(fp.DiffAugment("translation", p="auto", interval=1, ramp_images=400), 0.0, batch_norm=False)
+
+        # D memorises 8 fixed images (every step's batch).
+        memorised = frozen_g()
+        history = _fit(memorised, np.tile(rng.uniform(-1, 1, (8,) + tu.IMAGE).astype("float32"), (10, 1, 1, 1)), 6)
+        self.assertGreater(history.history["real_sign"][-1], 0.6)
+        self.assertGreater(float(memorised.augment.p), 0.5)
+        # The real samples are fresh draws of G itself: D cannot tell them from G's, so its signs
+        # on them stay below the target and p never leaves 0.
+        cannot = frozen_g()
+        real = cannot.generator(rng.normal(size=(480, tu.LATENT)).astype("float32")).numpy()
+        history = _fit(cannot, real, 1)
+        self.assertLess(history.history["real_sign"][0], 0.6)
+        self.assertEqual(history.history["augment_p"], [0.0])
+
+    @parameterized.parameters("fused", "alternating")
+    def test_a_resumed_run_continues_p_exactly(self, form):
+        def build():
+            return _gan(
+                fp.DiffAugment("translation,cutout", p="auto", target=0.2, interval=1, ramp_images=48),
+                form=fp.Alternating(n_dis=2) if form == "alternating" else form,
+                iter_size=2,
+                regularizers=[fp.R1(0.1, every=2)],
+                ema=fp.EMA(0.9),
+            )
+
+        x = np.random.default_rng(1).uniform(-1, 1, (16,) + tu.IMAGE).astype("float32")
+        straight = build()
+        ps = _fit(straight, x, 6).history["augment_p"]
+        self.assertGreater(ps[1], 0.0)  # p at the save below
+        self.assertGreater(len(set(ps[2:])), 1)  # and it changes after
+        first = build()
+        _fit(first, x, 2)
+        path = os.path.join(self.get_temp_dir(), f"{form}.keras")
+        first.save(path)
+        resumed = keras.models.load_model(path)
+        self.assertEqual(float(resumed.augment.p), ps[1])
+        self.assertEqual(_fit(resumed, x, 6, initial_epoch=2).history["augment_p"], ps[2:])
+        for a, b in zip(resumed.variables, straight.variables, strict=True):
+            self.assertAllEqual(a, b)
+
+    def test_replicas_hold_the_p_of_the_global_batch(self):
+        def counted_discriminator():  # logit = sum of pixels: the sign of the sample, fixed (rate 0)
+            return keras.Sequential(
+                [keras.Input(tu.IMAGE), keras.layers.Flatten(), fp_layers.Dense(1, kernel_initializer="ones")]
+            )
+
+        def run(x):
+            with tu.two_cpu_strategy().scope():
+                gan = fp.FusedPropGAN(
+                    tu.tiny_generator(batch_norm=False),
+                    counted_discriminator(),
+                    seed=1,
+                    augment=fp.DiffAugment("", p="auto", interval=1, ramp_images=100),
+                )
+                gan.compile(d_optimizer=keras.optimizers.SGD(0.0), g_optimizer=keras.optimizers.SGD(0.0))
+            _fit(gan, x, 1)
+            return [
+                float(v.numpy()) for v in tu.two_cpu_strategy().experimental_local_results(gan.augment_state[0].value)
+            ]
+
+        positive, negative = np.ones((4,) + tu.IMAGE, "float32"), -np.ones((4,) + tu.IMAGE, "float32")
+        # All positive: up by the 8 samples of both replicas, not the 4 of one.
+        self.assertAllClose(run(np.concatenate([positive, positive])), [0.08, 0.08])
+        # One replica's half positive, the other's negative: the rate of the whole batch is 0.
+        self.assertEqual(run(np.concatenate([positive, negative])), [0.0, 0.0])

@@ -76,6 +76,7 @@ def record(run, config, summary, history, wall_seconds, error=None, workdir=None
                 "train_seconds": entry.get("train_seconds"),
                 "metrics": metrics if finite else dict.fromkeys(metrics),
                 "finite": finite,
+                **({"augment_p": entry["augment_p"]} if "augment_p" in entry else {}),  # adaptive augmentation
             }
         )
     summary = summary or {}

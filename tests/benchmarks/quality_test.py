@@ -182,6 +182,10 @@ class RecordTest(tu.TestCase):
         self.assertEqual(quality.time_to_threshold(rec), (2.0, 20))
         stopped = quality.record(self.run_, self.config, {"steps": 20, "train_seconds": 2.0}, history[:2], 3.0)
         self.assertEqual((stopped["status"], stopped["final"]), ("stopped", None))
+        self.assertNotIn("augment_p", rec["history"][0])
+        history[0]["augment_p"] = 0.25  # an adaptive augmentation's probability then, kept
+        rec = quality.record(self.run_, self.config, {"steps": 30, "train_seconds": 3.0}, history, 4.0)
+        self.assertEqual([e.get("augment_p") for e in rec["history"]], [0.25, None, None])
 
     def test_median_counts_runs_that_never_reached_as_infinitely_slow(self):
         self.assertEqual(quality._median_or_none([3.0, None, 1.0]), 3.0)

@@ -605,7 +605,8 @@ class OwnImagesTest(tu.TestCase):
         status, out, err, workdir = self.train(f"--config.data={self.folder}", "--config.image_size=16", *scoring)
         self.assertEqual((status, err), (0, ""))
         self.assertRegex(
-            out, r"FID \(Inception, 20 samples\): [\d.]+, KID \(raw, not x 1e3\): -?[\d.e-]+, inception score"
+            out,
+            r"FID \(Inception, 20 samples\): [\d.]+, KID: -?[\d.e-]+ \(raw MMD\^2, as kid in the epoch lines\), inception score",
         )
         cached = [name for name in os.listdir(os.path.join(self.root, "cache")) if name.endswith("_stats.npz")]
         self.assertLen(cached, 1)

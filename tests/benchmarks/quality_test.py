@@ -428,7 +428,7 @@ class ResumeTest(tu.TestCase):
         first, second = (e["train_seconds"] for e in resumed["history"])
         self.assertAllClose(first, stopped["history"][0]["train_seconds"])
         self.assertTrue(0 < first < second == resumed["train_seconds"])
-        self.assertEqual(set(resumed["final"]), {"fid", "kid", "inception_score"})
+        self.assertEqual(set(resumed["final"]), {"fid", "kid", "classifier_score"})
 
         # A longer schedule: the finished run trains on, its history all three processes'.
         longer = quality.make_config(run, overrides=tiny + ["steps=30"], cache_dir=config.cache_dir)
@@ -505,7 +505,7 @@ class QuickGridTest(tu.TestCase):
                 0 < rec["history"][0]["train_seconds"] < rec["history"][1]["train_seconds"] <= rec["wall_seconds"]
             )
             self.assertEqual(rec["final"], rec["history"][-1]["metrics"])
-        self.assertEqual(set(results["runs"][-1]["final"]), {"fid", "kid", "inception_score"})
+        self.assertEqual(set(results["runs"][-1]["final"]), {"fid", "kid", "classifier_score"})
         self.assertIn("tensorflow", results["environment"])
         with open(os.path.join(out, "results.md")) as f:
             table = f.read()

@@ -33,6 +33,15 @@ class ImageEvaluatorTest(tu.TestCase):
             evaluator.describe({"fid": 12.345, "inception_score": 2.0}),
             "FID (test, 100 samples): 12.35, inception score: 2.00",
         )
+        # Under another classifier the same score is named for what it is.
+        named = evaluators.ImageEvaluator(
+            Extractor(), metrics.activation_statistics(real), latents, "digits", score_name="classifier_score"
+        )
+        self.assertEqual(set(named(generator)), {"fid", "classifier_score"})
+        self.assertEqual(
+            named.describe({"fid": 1.0, "classifier_score": 9.5}),
+            "FID (digits, 100 samples): 1.00, classifier score: 9.50",
+        )
 
     def test_kid_with_the_real_features_and_nan_for_a_diverged_generator(self):
         rng = np.random.default_rng(0)
@@ -59,7 +68,9 @@ class ImageEvaluatorTest(tu.TestCase):
         kid = metrics.kernel_inception_distance(latents, real, num_subsets=3, subset_size=20)[0]
         self.assertEqual(set(result), {"fid", "inception_score", "kid"})
         self.assertAllClose(result["kid"], kid)
-        self.assertIn(f"KID (raw, not x 1e3): {kid:.4g}, inception score", evaluator.describe(result))
+        self.assertIn(
+            f"KID: {kid:.4g} (raw MMD^2, as kid in the epoch lines), inception score", evaluator.describe(result)
+        )
         diverged = evaluator(lambda z, training: z * np.float32("nan"))
         self.assertEqual(set(diverged), {"fid", "inception_score", "kid"})
         self.assertTrue(np.isnan(list(diverged.values())).all())

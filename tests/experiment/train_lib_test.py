@@ -83,7 +83,8 @@ class TrainTest(tu.TestCase):
         self.assertTrue(os.path.exists(os.path.join(run, "generator", "saved_model.pb")))
         self.assertNotEmpty(os.listdir(os.path.join(run, "logs")))
         image_data = config.dataset in ("digits", "cifar10")
-        metric_names = {"fid", "inception_score"} if image_data else {"modes_covered", "high_quality"}
+        score = "classifier_score" if config.dataset == "digits" else "inception_score"  # cifar10: Inception
+        metric_names = {"fid", score} if image_data else {"modes_covered", "high_quality"}
         if config.dataset == "digits":
             metric_names |= {"kid"} | (
                 {"class_accuracy"} if config.num_classes else set()

@@ -148,6 +148,7 @@ def _digits_evaluator(source, label):
                 real_features=classifier.features(real),
                 labels=_evaluation_labels(config),
                 class_accuracy=True,
+                score_name="classifier_score",
             )
             return evaluator, message
 

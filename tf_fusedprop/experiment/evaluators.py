@@ -54,6 +54,8 @@ class ImageEvaluator:
       reference: `(mu, sigma)` of the real images' features.
       latents: the fixed latents, `[n, latent_dim]`.
       label: the extractor's name in `describe`.
+      score_name: the name of the score of its logits: "inception_score" under Inception,
+        "classifier_score" under another classifier (the same formula, another network).
       labels: the fixed class labels `[n]` of a conditional G, or None.
       class_accuracy: report `class_accuracy` (needs `labels`).
       real_features: the real images' features `[m, d]`, for KID (`metrics.kernel_inception_distance`:
@@ -73,8 +75,10 @@ class ImageEvaluator:
         kid_subset_size=1000,
         labels=None,
         class_accuracy=False,
+        score_name="inception_score",
     ):
         self.extractor, self.reference, self.latents, self.label = extractor, reference, latents, label
+        self.score_name = score_name
         self.real_features = real_features
         self.kid_subsets, self.kid_subset_size = kid_subsets, kid_subset_size
         self.labels, self.class_accuracy = labels, class_accuracy and labels is not None
@@ -82,7 +86,7 @@ class ImageEvaluator:
     def __call__(self, generator):
         images = generate(generator, self.latents, self.labels)
         names = (
-            ("fid", "inception_score")
+            ("fid", self.score_name)
             + (() if self.real_features is None else ("kid",))
             + (("class_accuracy",) if self.class_accuracy else ())
         )
@@ -92,7 +96,7 @@ class ImageEvaluator:
         logits = self.extractor.logits(images)
         values = {
             "fid": metrics.frechet_distance(*metrics.activation_statistics(acts), *self.reference),
-            "inception_score": metrics.inception_score(logits, splits=min(10, len(logits)))[0],
+            self.score_name: metrics.inception_score(logits, splits=min(10, len(logits)))[0],
         }
         if self.real_features is not None:
             values["kid"] = metrics.kernel_inception_distance(
@@ -103,12 +107,13 @@ class ImageEvaluator:
         return values
 
     def describe(self, values):
-        # The raw MMD^2 (papers often print KID x 1e3); its size depends on the feature space.
-        kid = f", KID (raw, not x 1e3): {values['kid']:.4g}" if "kid" in values else ""
+        # The raw MMD^2, as the epoch line's `kid` (papers often print KID x 1e3); its size
+        # depends on the feature space, and early in a run it can be in the tens.
+        kid = f", KID: {values['kid']:.4g} (raw MMD^2, as kid in the epoch lines)" if "kid" in values else ""
         accuracy = f", class accuracy: {100 * values['class_accuracy']:.1f}%" if "class_accuracy" in values else ""
         return (
             f"FID ({self.label}, {len(self.latents)} samples): {values['fid']:.2f}{kid}, "
-            f"inception score: {values['inception_score']:.2f}{accuracy}"
+            f"{self.score_name.replace('_', ' ')}: {values[self.score_name]:.2f}{accuracy}"
         )
 
 

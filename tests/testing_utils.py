@@ -187,6 +187,7 @@ from configs import (  # noqa: E402
     grid25,
     images,
     mnist,
+    mnist1k64,
     mnist64,
     ring8,
 )
@@ -201,6 +202,7 @@ CONFIG_MODULES = {
         images,
         mnist,
         mnist64,
+        mnist1k64,
         ring8,
         grid25,
         cifar10_cnn_ns,

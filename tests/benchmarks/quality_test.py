@@ -12,7 +12,7 @@ from absl.testing import parameterized
 from matplotlib.axes import Axes
 
 from benchmarks import quality
-from configs import digits, digits32, grid25, mnist, mnist64, ring8
+from configs import digits, digits32, grid25, mnist, mnist1k64, mnist64, ring8
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import config as fp_config
 from tf_fusedprop.experiment import train_lib
@@ -77,6 +77,7 @@ class PlanTest(tu.TestCase):
         ("mnist", mnist),
         ("digits32", digits32),
         ("mnist64", mnist64),
+        ("mnist1k64", mnist1k64),
     )
     def test_configs_are_the_shipped_ones_with_loss_form_and_seed(self, task, module):
         config = quality.make_config(quality.Run(task, "nonsaturating", "simultaneous", 3), cache_dir="/c")

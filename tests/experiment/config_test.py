@@ -40,7 +40,7 @@ class ValidateTest(tu.TestCase):
             "ring8",
             "dataset",
             "mnist",
-            r"unknown dataset: received config.dataset='mnist'; expected one of cifar10, digits, grid25, images, mnist5k, ring8\.",
+            r"unknown dataset: received config.dataset='mnist'; expected one of cifar10, digits, grid25, images, mnist1k, mnist5k, ring8\.",
         ),
         ("ring8", "network", "resnet", r"unknown network: received config.network='resnet'"),
         ("ring8", "network", "digits", r"network 'digits' does not fit dataset 'ring8'.*network mlp"),

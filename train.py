@@ -400,8 +400,8 @@ def _run(argv):
         print(__doc__)
         print(f"Config files ({CONFIGS}): {', '.join(_config_files())}")
         return 0
-    # Before the config is read: a config file may import tf_fusedprop (configs/base.py's form
-    # names), which loads TensorFlow, and TensorFlow reads these once, when it loads.
+    # Before anything loads TensorFlow, which reads these once, when it loads (a config file
+    # does not, but a user's own config may import tf_fusedprop).
     for key, value in TENSORFLOW_ENVIRONMENT.items():
         os.environ.setdefault(key, value)
     flag_values, config, problem = read_command_line(argv)

@@ -2,12 +2,12 @@
 
 from ml_collections import config_dict
 
-from tf_fusedprop import forms as fp_forms
-
-#: The forms that update both players from one computation.
-SIMULTANEOUS_FORMS = fp_forms.SIMULTANEOUS_FORMS
-#: Every form (`lookahead.forms`' default: Lookahead applies to whatever form is chosen).
-ALL_FORMS = fp_forms.FORMS
+# The forms' names, written out so that reading a config loads no TensorFlow (tests/forms_test.py
+# checks them against `tf_fusedprop.forms`, which owns them).
+#: The forms that update both players from one computation (`forms.SIMULTANEOUS_FORMS`).
+SIMULTANEOUS_FORMS = ("fused", "inverse", "adaptive", "simultaneous")
+#: Every form (`forms.FORMS`; `lookahead.forms`' default: Lookahead applies to whatever form is chosen).
+ALL_FORMS = (*SIMULTANEOUS_FORMS, "alternating")
 
 
 def get_base_config():
@@ -16,14 +16,14 @@ def get_base_config():
     | field | meaning |
     |---|---|
     | name | run name; the default workdir is `runs/<name>-<timestamp>` |
-    | dataset | `tf_fusedprop.experiment.datasets` name: digits, mnist5k, cifar10, ring8, grid25 |
+    | dataset | `tf_fusedprop.experiment.datasets` name: digits, mnist5k, mnist1k, cifar10, images, ring8, grid25 |
     | network | `tf_fusedprop.networks` name: digits, sngan_cnn, sngan_resnet, mlp |
     | generator, discriminator | extra keyword arguments of the network builders (widths...) |
     | latent_dim | size of z |
     | loss, form | a loss of `tf_fusedprop.losses` and a training form (`tf_fusedprop.forms.FORMS`) |
-    | warmup | G updates of `alternating` (with `n_dis`) before `form` (`tf_fusedprop.forms.Warmup`); 0: none |
+    | warmup | G updates of `alternating` (with `n_dis`) before `form` (`tf_fusedprop.schedules.Warmup`); 0: none |
     | warmup_g_lr_scale | after the warm start, G's learning rate is g_lr x this (1: unchanged) |
-    | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.forms.Periodic`; needs steps_per_execution 1); 0: none |
+    | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.schedules.Periodic`; needs steps_per_execution 1); 0: none |
     | n_dis | D updates per G update; with a simultaneous form the first n_dis - 1 are D-only steps |
     | iter_size | micro-batches per update (gradient accumulation) |
     | batch_size | real samples per update (split into iter_size micro-batches) |

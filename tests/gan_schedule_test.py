@@ -1,4 +1,4 @@
-"""FusedPropGAN under a schedule of forms (`forms.Warmup`, `forms.Periodic`): `fit` switches by
+"""FusedPropGAN under a schedule of forms (`schedules.Warmup`, `schedules.Periodic`): `fit` switches by
 itself, as a hand-made switch would, with every step plugin, across a save and reload, and under
 `tf.distribute`."""
 
@@ -60,7 +60,8 @@ def weights(gan):
 
 def switch_by_hand(gan, form):
     """What a user could do without a schedule: another form, and Keras's train function rebuilt."""
-    gan.form = gan._active_form = fp.forms.get(form)
+    gan.schedule = fp.schedules.get(form)
+    gan.form = gan._active_form = gan.schedule.form
     gan.train_function = None
 
 
@@ -68,7 +69,7 @@ class WarmupTest(tu.TestCase):
     @parameterized.parameters("plain", "ema_lookahead", "r1_augment", "conditional")
     def test_fit_switches_as_a_hand_made_switch_and_says_so_once(self, plugins):
         x, y = data(plugins)
-        scheduled = build(fp.forms.Warmup("fused", updates=4), plugins)
+        scheduled = build(fp.schedules.Warmup("fused", updates=4), plugins)
         printed = fit(scheduled, x, y, epochs=4)
         self.assertEqual(printed, "G update 4: alternating -> fused\n")
 
@@ -82,11 +83,11 @@ class WarmupTest(tu.TestCase):
 
     def test_a_run_saved_before_or_after_the_switch_resumes_as_an_uninterrupted_one(self):
         x, y = data()
-        schedule = fp.forms.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2))
+        schedule = fp.schedules.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2))
         straight = build(schedule, "ema_lookahead", iter_size=2)  # the EMA's ramp-up resumes too
         fit(straight, x, y, epochs=4)
         for saved_after in (1, 3):  # epochs: before the switch at update 4, and after it
-            first = build(fp.forms.get(schedule.get_config()), "ema_lookahead", iter_size=2)
+            first = build(fp.schedules.get(schedule.get_config()), "ema_lookahead", iter_size=2)
             fit(first, x, y, epochs=saved_after)
             path = os.path.join(self.get_temp_dir(), f"gan{saved_after}.keras")
             first.save(path)
@@ -99,20 +100,20 @@ class WarmupTest(tu.TestCase):
 
     def test_under_a_two_replica_strategy_as_on_one_device(self):
         x, _ = data(n=32)
-        one = build(fp.forms.Warmup("inverse", updates=2), batch_norm=False)  # no batch statistics per replica
+        one = build(fp.schedules.Warmup("inverse", updates=2), batch_norm=False)  # no batch statistics per replica
         one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
         with tu.two_cpu_strategy().scope():
-            two = build(fp.forms.Warmup("inverse", updates=2), batch_norm=False)
+            two = build(fp.schedules.Warmup("inverse", updates=2), batch_norm=False)
         two.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
         self.assertEqual(int(two.d_optimizer.iterations.numpy()), 4)
         self.assertLess(tu.max_relative_difference(two.trainable_weights, one.trainable_weights), 1e-5)
 
     def test_steps_per_execution_must_not_straddle_a_switch(self):
         x, y = data(n=24)
-        gan = build(fp.forms.Warmup("fused", updates=4), steps_per_execution=3)
+        gan = build(fp.schedules.Warmup("fused", updates=4), steps_per_execution=3)
         with self.assertRaisesRegex(ValueError, r"switches forms at G update 4, which steps_per_execution=3 does not"):
             fit(gan, x, y, epochs=1)
-        gan = build(fp.forms.Warmup("fused", updates=6), steps_per_execution=3)
+        gan = build(fp.schedules.Warmup("fused", updates=6), steps_per_execution=3)
         fit(gan, x, y, epochs=3)
         self.assertEqual(int(gan.updater.step.numpy()), 9)
 
@@ -120,12 +121,12 @@ class WarmupTest(tu.TestCase):
 class PeriodicTest(tu.TestCase):
     def test_one_update_of_the_other_form_every_k(self):
         x, y = data()
-        gan = build(fp.forms.Periodic("fused", every=4, other=fp.Alternating(n_dis=2)))
+        gan = build(fp.schedules.Periodic("fused", every=4, other=fp.Alternating(n_dis=2)))
         self.assertEqual(fit(gan, x, y, epochs=4), "")
         # 8 G updates, updates 3 and 7 alternating with 2 D updates each: 10 D updates.
         self.assertEqual(int(gan.d_optimizer.iterations.numpy()), 10)
         with self.assertRaisesRegex(ValueError, r"needs steps_per_execution=1 \(received 2\)"):
-            fit(build(fp.forms.Periodic("fused", every=4), steps_per_execution=2), x, y, epochs=1)
+            fit(build(fp.schedules.Periodic("fused", every=4), steps_per_execution=2), x, y, epochs=1)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests import testing_utils as tu
-from tf_fusedprop import forms, update
+from tf_fusedprop import forms, schedules, update
 
 
 def models():
@@ -35,7 +35,8 @@ class UpdaterTest(tu.TestCase):
         nets = built(models())
         updater = update.Updater(nets, update.DivergenceRecord())
         updater.compile(
-            forms.Alternating(), {"discriminator": keras.optimizers.SGD(0.5), "generator": keras.optimizers.SGD(0.5)}
+            schedules.get(forms.Alternating()),
+            {"discriminator": keras.optimizers.SGD(0.5), "generator": keras.optimizers.SGD(0.5)},
         )
         self.assertIsNone(updater.scale_loss(("discriminator",)))
         before = [v.numpy() for v in nets["discriminator"].trainable_variables]
@@ -50,7 +51,7 @@ class UpdaterTest(tu.TestCase):
         nets = built(models())
         updater = update.Updater(nets, update.DivergenceRecord())
         lso = lambda: keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1), initial_scale=8.0)
-        updater.compile(forms.get("fused"), {"discriminator": lso(), "generator": lso()})
+        updater.compile(schedules.get("fused"), {"discriminator": lso(), "generator": lso()})
         self.assertAllClose(updater.scale_loss(("discriminator", "generator"))(tf.constant(2.0)), 16.0)
         before = [v.numpy() for m in nets.values() for v in m.trainable_variables]
         grads = {p: [tf.ones_like(v) for v in m.trainable_variables] for p, m in nets.items()}

@@ -2,7 +2,7 @@
 
 The core: `ops` (custom-gradient primitives), `losses`, `layers` (InvFusedProp-capable
 layers), `steps` (the pure one-step functions), `forms` (what one training step does, per
-form), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugins (`R1`,
+form), `schedules` (which form trains each update of a run), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugins (`R1`,
 `GradientPenalty`, `DiffAugment`, `EMA`, `Lookahead`), `update` (what follows the gradients),
 `GradientAccumulator`, and reference `networks`. The experiment harness behind `train.py`
 (data, metrics, callbacks, the training job) lives in `tf_fusedprop.experiment`.
@@ -22,7 +22,7 @@ with _startup.native_stderr_silenced(_startup.hide_native_logs()):
     _tf.config.list_physical_devices()  # the CUDA probe prints here, hidden
 del _tf, _sys, _cpu_flags, _note
 
-from tf_fusedprop import conv_weight_gradients, forms, layers, losses, ops, optimizers, steps  # noqa: E402
+from tf_fusedprop import conv_weight_gradients, forms, layers, losses, ops, optimizers, schedules, steps  # noqa: E402
 from tf_fusedprop.accumulation import GradientAccumulator  # noqa: E402
 from tf_fusedprop.augment import DiffAugment  # noqa: E402
 from tf_fusedprop.batch import Batch  # noqa: E402
@@ -54,6 +54,7 @@ __all__ = [
     "ops",
     "optimizers",
     "scale_gradient",
+    "schedules",
     "steps",
 ]
 __version__ = "0.3.0"

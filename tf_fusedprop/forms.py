@@ -17,7 +17,8 @@ limitation (no n_dis for FusedProp) removed, at the cost of one D step per extra
 This module is the one place that knows the forms by name: `FORMS` lists them, `get("fused")`
 (or any name of `FORMS`, or a `get_config()` dict) gives the form of that name, and everything
 else (`FusedPropGAN`, `compute_gradients`, `train.py`'s configs, the benchmarks) asks it. A new
-form is a class and an entry of `_REGISTRY`.
+form is a class and an entry of `_REGISTRY`. Which form trains which update of a run (a warm
+start, a periodic mix) is `tf_fusedprop.schedules`'.
 """
 
 import collections
@@ -36,12 +37,9 @@ __all__ = [
     "SINGLE_PASS_FORMS",
     "Alternating",
     "Form",
-    "Periodic",
     "Phase",
-    "Schedule",
     "SinglePass",
     "Simultaneous",
-    "Warmup",
     "check_form",
     "compute_gradients",
     "get",
@@ -155,23 +153,6 @@ class Form:
         self.check_discriminator(discriminator)
         return loss
 
-    @property
-    def forms(self):
-        """The forms that train some update: this one (a `Schedule` has several)."""
-        return (self,)
-
-    def form_at(self, update):
-        """The form that trains G update `update` (0-based): this one."""
-        return self
-
-    def switch_note(self, update):
-        """The line to log when G update `update` starts another part of a schedule: None."""
-        return None
-
-    def misaligned(self, steps_per_execution):
-        """Why a train function of `steps_per_execution` steps cannot run this form: None."""
-        return None
-
     def get_config(self):
         """The form as plain values (`get` rebuilds it)."""
         return {"name": self.name, "n_dis": self.n_dis}
@@ -275,167 +256,6 @@ class Simultaneous(Form):
         return steps.two_pass_step(generator, discriminator, batch, loss, options=options)
 
 
-class Schedule(Form):
-    """A schedule of forms: which form trains each G update of a run.
-
-    `FusedPropGAN.fit` compiles one train function per form of `forms` and, before each call,
-    runs the one of `form_at(G updates so far)`: the form switches between calls of the train
-    function, so every switch must fall on a multiple of `steps_per_execution` (`misaligned`
-    says when one does not). The switch depends only on the G update count, which checkpoints
-    keep, so a run resumed on either side of a switch trains as an uninterrupted one.
-    """
-
-    def __init__(self, forms):
-        forms = tuple(forms)
-        self._forms = tuple(f for i, f in enumerate(forms) if all(f is not g for g in forms[:i]))
-
-    @property
-    def forms(self):
-        """The schedule's distinct forms, in order of first use."""
-        return self._forms
-
-    @property
-    def phases(self):
-        """A schedule's phases change with the update: see `form_at`."""
-        raise TypeError(f"{self!r} trains with the phases of form_at(update), not with phases of its own.")
-
-    @property
-    def name(self):
-        """The forms' names, in order of first use, joined by "+"."""
-        return "+".join(f.name for f in self.forms)
-
-    @property
-    def shares_loss_scale(self):
-        """Whether some form of the schedule back-propagates both players' losses together."""
-        return any(f.shares_loss_scale for f in self.forms)
-
-    def supports(self, loss):
-        """Whether every form of the schedule can train `loss`."""
-        return all(f.supports(loss) for f in self.forms)
-
-    def check_loss(self, loss):
-        """As `Form.check_loss`, for every form of the schedule."""
-        for form in self.forms:
-            loss = form.check_loss(loss)
-        return loss
-
-    def check(self, loss, generator, discriminator, generator_inputs=None):
-        """As `Form.check`, for every form of the schedule."""
-        for form in self.forms:
-            loss = form.check(loss, generator, discriminator, generator_inputs)
-        return loss
-
-    def form_at(self, update):
-        """The form that trains G update `update` (0-based)."""
-        raise NotImplementedError
-
-
-def _non_negative_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer. Received: {name}={value!r}")
-    return value
-
-
-class Warmup(Schedule):
-    """`start` (AltGD by default) for the first `updates` G updates, then `form`.
-
-    Simultaneous updates progress less per update than alternating ones early in training; a
-    short alternating start buys most of that back (docs/guide.md#a-schedule-of-forms). The
-    switch is logged once: "G update 500: alternating -> fused".
-
-    Args:
-      form: the form after the warm start (a `Form`, a name of `FORMS` or a `get_config()`
-        dict; a `Periodic` schedule too).
-      updates: G updates of `start`; 0: none.
-      start: the warm start's form (default `Alternating()`, with its own `n_dis`).
-    """
-
-    def __init__(self, form="fused", updates=500, start="alternating"):
-        self.form, self.start = get(form), get(start)
-        if isinstance(self.start, Schedule):
-            raise ValueError(f"A warm start is one form. Received: start={self.start!r}")
-        self.updates = _non_negative_int("updates", updates)
-        super().__init__((self.start, *self.form.forms) if updates else self.form.forms)
-
-    def form_at(self, update):
-        """`start` before update `updates`, then what `form` says."""
-        return self.start if update < self.updates else self.form.form_at(update)
-
-    def switch_note(self, update):
-        """ "G update K: alternating -> fused" at the switch; then what `form` says."""
-        if update == self.updates and self.updates:
-            return f"G update {update}: {self.start.name} -> {self.form.name}"
-        return self.form.switch_note(update) if update > self.updates else None
-
-    def misaligned(self, steps_per_execution):
-        """The switch must start a call of the train function."""
-        if self.updates % steps_per_execution:
-            return (
-                f"{self!r} switches forms at G update {self.updates}, which steps_per_execution="
-                f"{steps_per_execution} does not divide: each call of the train function trains one form. "
-                "Use a steps_per_execution that divides it."
-            )
-        return self.form.misaligned(steps_per_execution)
-
-    def get_config(self):
-        """The schedule as plain values (`get` rebuilds it)."""
-        return {
-            "name": "warmup",
-            "form": self.form.get_config(),
-            "updates": self.updates,
-            "start": self.start.get_config(),
-        }
-
-    def __repr__(self):
-        return f"Warmup({self.form!r}, updates={self.updates}, start={self.start!r})"
-
-
-class Periodic(Schedule):
-    """`form`, with one update of `other` (AltGD by default) every `every` G updates: updates
-    `every - 1`, `2 * every - 1`, ... are `other`'s.
-
-    Args:
-      form: the form of most updates (a `Form`, a name of `FORMS` or a `get_config()` dict).
-      every: the period, in G updates (>= 2).
-      other: the form of one update in each period.
-    """
-
-    def __init__(self, form="fused", every=4, other="alternating"):
-        self.form, self.other = get(form), get(other)
-        for argument, value in (("form", self.form), ("other", self.other)):
-            if isinstance(value, Schedule):
-                raise ValueError(f"Periodic mixes two forms. Received: {argument}={value!r}")
-        self.every = positive_int("every", every)
-        if self.every < 2:
-            raise ValueError(f"every must be at least 2 (one update of each form). Received: every={every!r}")
-        super().__init__((self.form, self.other))
-
-    def form_at(self, update):
-        """`other` on the last update of each period, else `form`."""
-        return self.other if (update + 1) % self.every == 0 else self.form
-
-    def misaligned(self, steps_per_execution):
-        """Every update may switch forms: one step per call."""
-        if steps_per_execution != 1:
-            return (
-                f"{self!r} switches forms from one G update to the next: it needs steps_per_execution=1 "
-                f"(received {steps_per_execution})."
-            )
-        return None
-
-    def get_config(self):
-        """The schedule as plain values (`get` rebuilds it)."""
-        return {
-            "name": "periodic",
-            "form": self.form.get_config(),
-            "every": self.every,
-            "other": self.other.get_config(),
-        }
-
-    def __repr__(self):
-        return f"Periodic({self.form!r}, every={self.every}, other={self.other!r})"
-
-
 _RULES = {rule.name: rule for rule in steps.SINGLE_PASS_RULES}
 # The one table of forms by name: name -> constructor of the form (taking its keyword arguments).
 _REGISTRY = {
@@ -450,8 +270,6 @@ FORMS = tuple(_REGISTRY)
 SINGLE_PASS_FORMS = tuple(_RULES)
 #: The forms whose step ends with one update of both players from one computation (`step`).
 SIMULTANEOUS_FORMS = tuple(name for name, make in _REGISTRY.items() if hasattr(make(), "step"))
-# Schedules of forms, by the names of their `get_config()` (they need arguments: no name alone).
-_REGISTRY.update(warmup=Warmup, periodic=Periodic)
 
 
 def get(form, **kwargs):
@@ -470,8 +288,6 @@ def get(form, **kwargs):
         form = form.get("name")
     if not isinstance(form, str) or form not in _REGISTRY:
         raise ValueError(f"Unknown training form. Received: form={form!r}. Valid forms: {', '.join(FORMS)}.")
-    if form not in FORMS and not kwargs:
-        raise ValueError(f"form={form!r} is a schedule of forms: construct it (forms.{_REGISTRY[form].__name__}(...)).")
     return _REGISTRY[form](**kwargs)
 
 

@@ -4,9 +4,8 @@ import keras
 import tensorflow as tf
 
 from tf_fusedprop import export as fp_export
-from tf_fusedprop import forms as fp_forms
 from tf_fusedprop import regularizers as fp_regularizers
-from tf_fusedprop import replicas, seeds, steps
+from tf_fusedprop import replicas, schedules, seeds, steps
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.accumulation import accumulate, accumulators
 from tf_fusedprop.augment import DiffAugment
@@ -119,8 +118,8 @@ class FusedPropGAN(keras.Model):
       loss: a loss name (`tf_fusedprop.losses.names()`) or `GANLoss` (the attribute `gan_loss`).
       form: a `forms.Form` (e.g. `Alternating(n_dis=5)`, `SinglePass("fused",
         check_independence=False)`), a name of `forms.FORMS`, or a schedule of forms
-        (`forms.Warmup("fused", updates=500)`: AltGD for the first 500 G updates, then fused;
-        `forms.Periodic("fused", every=4)`), which `fit` follows by itself.
+        (`schedules.Warmup("fused", updates=500)`: AltGD for the first 500 G updates, then fused;
+        `schedules.Periodic("fused", every=4)`), which `fit` follows by itself (`schedule`).
       iter_size: micro-batches per update (gradient accumulation).
       seed: seed of the latents and of the plugins' seed streams; None: random.
       num_classes: for a class-conditional GAN, the number of classes K: fit on `(samples,
@@ -160,15 +159,17 @@ class FusedPropGAN(keras.Model):
         super().__init__(**kwargs)
         self.generator, self.discriminator = generator, discriminator
         models = {D: discriminator, G: generator}
-        self.form = fp_forms.get(form)
-        self._active_form = self.form.forms[0]  # the form a train function being traced trains
+        self.schedule = schedules.get(form)
+        # What was asked for: the form itself, or the schedule of forms.
+        self.form = self.schedule.form if isinstance(self.schedule, schedules.Constant) else self.schedule
+        self._active_form = self.schedule.forms[0]  # the form a train function being traced trains
         self.iter_size = positive_int("iter_size", iter_size)
         self.seed = seed
         self.num_classes = None if num_classes is None else positive_int("num_classes", num_classes)
         self.latent_dim = _latent_dim(generator, latent_dim)
         self.sampler = Sampler(self.latent_dim, self.num_classes, seed)
         self.sample_shape = _check_sample_shapes(generator, discriminator, self.sampler.example_inputs(2))
-        self.gan_loss = self.form.check(loss, generator, discriminator, self.sampler.example_inputs())
+        self.gan_loss = self.schedule.check(loss, generator, discriminator, self.sampler.example_inputs())
         self.regularizers = tuple(_plugin("regularizers", r, fp_regularizers.Regularizer) for r in regularizers)
         self.augment = None if augment is None else _plugin("augment", augment, DiffAugment)
         self.ema = None if ema is None else _plugin("ema", ema, EMA)
@@ -201,7 +202,7 @@ class FusedPropGAN(keras.Model):
         self.g_optimizer = keras.optimizers.get(g_optimizer)
         # Built here, inside any strategy scope, so that fit never creates variables in a
         # replica context and saved optimizer state has somewhere to load into.
-        self.updater.compile(self.form, {D: self.d_optimizer, G: self.g_optimizer})
+        self.updater.compile(self.schedule, {D: self.d_optimizer, G: self.g_optimizer})
 
     @property
     def _adaptive_logs(self):
@@ -265,16 +266,16 @@ class FusedPropGAN(keras.Model):
 
     def make_train_function(self, force=False):
         """Keras's train function; under a schedule of forms, one compiled function per form,
-        and each call runs the one of the form that trains the next G update (`forms.Schedule`:
+        and each call runs the one of the form that trains the next G update (`schedules.Schedule`:
         the form switches between calls, logged once where a schedule says so).
 
         Raises:
           ValueError: a switch of the schedule that `steps_per_execution` does not divide.
         """
-        forms = self.form.forms
+        forms = self.schedule.forms
         if len(forms) == 1 or (self.train_function is not None and not force):
             return super().make_train_function(force)
-        misaligned = self.form.misaligned(self.steps_per_execution)
+        misaligned = self.schedule.misaligned(self.steps_per_execution)
         if misaligned is not None:
             raise ValueError(misaligned)
         compiled = []
@@ -284,10 +285,10 @@ class FusedPropGAN(keras.Model):
 
         def train_function(iterator):
             update = int(self.updater.step.numpy())
-            note = self.form.switch_note(update)
+            note = self.schedule.switch_note(update)
             if note is not None:
                 print(note, flush=True)
-            self._active_form = self.form.form_at(update)
+            self._active_form = self.schedule.form_at(update)
             return compiled[forms.index(self._active_form)](iterator)
 
         self.train_function = train_function

@@ -97,9 +97,10 @@ class Updater:
         self.models, self.record, self.ema, self.lookahead = models, record, ema, lookahead
         self.optimizers = None
 
-    def compile(self, form, optimizers):
-        """Sets `{"discriminator": ..., "generator": ...}` optimizers (checked and built)."""
-        for each in form.forms:  # every form of a schedule
+    def compile(self, schedule, optimizers):
+        """Sets `{"discriminator": ..., "generator": ...}` optimizers (checked against every form
+        of the `schedules.Schedule`, and built)."""
+        for each in schedule.forms:
             check_loss_scales(each, optimizers["discriminator"], optimizers["generator"])
         self.optimizers = optimizers
         for player, optimizer in optimizers.items():

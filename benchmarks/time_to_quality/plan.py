@@ -7,6 +7,7 @@ import dataclasses
 import math
 
 from benchmarks.time_to_quality.tasks import FORMS, HINGE_FORMS, HINGE_TASK, TASKS
+from tf_fusedprop.experiment import training_plan
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
@@ -185,10 +186,7 @@ def _comparable(config_values):
         for key, value in with_added_fields(config_values).items()
         if key not in ("cache_dir", "steps_per_execution")
     }
-    if values.get("form") == "alternating":  # alternating mixed with alternating is alternating
-        values["warmup"] = values["alternate_every"] = 0
-    if not values.get("warmup"):
-        values["warmup_g_lr_scale"] = 1.0
+    values.update(training_plan.plan(values).fields)  # alternating ignores them; the scale, without a warm start
     lookahead = values.get("lookahead")
     if isinstance(lookahead, dict) and "forms" in lookahead:
         applies = lookahead_applies(values.get("form"), lookahead)

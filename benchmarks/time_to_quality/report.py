@@ -8,7 +8,7 @@ import statistics
 
 from benchmarks.time_to_quality.runs import _finite_number
 from benchmarks.time_to_quality.tasks import FORMS, HINGE_TASK, TASKS
-from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment import files, training_plan
 from tf_fusedprop.experiment.config import (
     ConfigError,
     with_added_fields,
@@ -334,20 +334,16 @@ def _per_update(task, form, seconds_per_update):
 
 
 def seconds_model(task, runs, seconds_per_update):
-    """`G updates -> modelled seconds` of a row's runs: the updates x the form's seconds per
-    update, those of a warm start (`config.warmup`) and of the alternating updates mixed in
-    (`config.alternate_every`) at alternating's; None without them."""
-    form, config = runs[0]["form"], with_added_fields(runs[0]["config"])
-    warmup, every = (0, 0) if form == "alternating" else (config["warmup"], config["alternate_every"])
-    per_form = _per_update(task, form, seconds_per_update)
-    per_alternating = _per_update(task, "alternating", seconds_per_update) if warmup or every else 0.0
-    if per_form is None or per_alternating is None:
+    """`G updates -> modelled seconds` of a row's runs: the updates each form of the run's
+    schedule trains (`training_plan`: a warm start and the alternating updates mixed in are
+    alternating's) x that form's seconds per update; None without them."""
+    plan = training_plan.plan(with_added_fields(runs[0]["config"]))
+    per_update = {form.name: _per_update(task, form.name, seconds_per_update) for form in plan.schedule.forms}
+    if None in per_update.values():
         return None
 
-    def seconds_at(steps):  # forms.Periodic's alternating updates: those u with (u + 1) % every == 0
-        mixed = max(steps // every - warmup // every, 0) if every else 0
-        alternating = min(steps, warmup) + mixed
-        return alternating * per_alternating + (steps - alternating) * per_form
+    def seconds_at(steps):
+        return sum(count * per_update[name] for name, count in plan.counts(steps).items())
 
     return seconds_at
 

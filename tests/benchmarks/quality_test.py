@@ -288,14 +288,15 @@ class PlateauThresholdTest(tu.TestCase):
 
     def test_a_warm_starts_updates_are_modelled_at_alternatings_seconds(self):
         seconds = quality.parse_seconds_per_update(["alternating=0.3", "fused=0.24"])
-        runs = [{"form": "fused", "config": {"warmup": 500, "steps": 1500}}]
+        recorded = {"form": "fused", "n_dis": 1, "g_lr": 2e-4}  # and the other fields of a record's config
+        runs = [{"form": "fused", "config": {**recorded, "warmup": 500, "steps": 1500}}]
         self.assertAllClose(quality.seconds_model("mnist", runs, seconds)(1500), 500 * 0.3 + 1000 * 0.24)
         self.assertAllClose(quality.seconds_model("mnist", runs, seconds)(400), 400 * 0.3)
-        recorded_before_warmup_existed = [{"form": "fused", "config": {"steps": 1500}}]
+        recorded_before_warmup_existed = [{"form": "fused", "config": {**recorded, "steps": 1500}}]
         self.assertAllClose(quality.seconds_model("mnist", recorded_before_warmup_existed, seconds)(1500), 360.0)
         self.assertIsNone(quality.seconds_model("mnist", runs, {"fused": 0.24}))  # alternating's seconds missing
         self.assertIsNotNone(quality.seconds_model("mnist", recorded_before_warmup_existed, {"fused": 0.24}))
-        mixed = [{"form": "fused", "config": {"warmup": 500, "alternate_every": 4, "steps": 1500}}]
+        mixed = [{"form": "fused", "config": {**recorded, "warmup": 500, "alternate_every": 4, "steps": 1500}}]
         # updates 0-499 alternating, then of 500-1499 those u with (u + 1) % 4 == 0: 250 of them
         self.assertAllClose(quality.seconds_model("mnist", mixed, seconds)(1500), 750 * 0.3 + 750 * 0.24)
 

@@ -248,7 +248,7 @@ class WarmupTest(tu.TestCase):
         config = tu.tiny_config("ring8")
         config.warmup, config.n_dis = 250, 2
         form = fp_config.gan_arguments(config)["form"]
-        self.assertEqual(repr(form), repr(fp.forms.Warmup(fp.SinglePass("fused", n_dis=2), 250, fp.Alternating(2))))
+        self.assertEqual(repr(form), repr(fp.schedules.Warmup(fp.SinglePass("fused", n_dis=2), 250, fp.Alternating(2))))
         config.form = "alternating"  # alternating before alternating: no schedule
         self.assertEqual(repr(fp_config.gan_arguments(config)["form"]), "Alternating(n_dis=2)")
         config.form, config.warmup = "fused", -1
@@ -259,7 +259,7 @@ class WarmupTest(tu.TestCase):
         config = tu.tiny_config("ring8")
         config.warmup, config.alternate_every, config.steps_per_execution = 4, 3, 2
         config.steps, config.steps_per_epoch = 8, 4
-        expected = fp.forms.Warmup(fp.forms.Periodic("fused", every=3), updates=4)
+        expected = fp.schedules.Warmup(fp.schedules.Periodic("fused", every=3), updates=4)
         self.assertEqual(repr(fp_config.gan_arguments(config)["form"]), repr(expected))
         with self.assertRaisesRegex(
             fp_config.ConfigError, r"config.alternate_every .* needs config.steps_per_execution=1"

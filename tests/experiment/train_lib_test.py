@@ -15,7 +15,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, conv_weight_gradients
-from tf_fusedprop.experiment import callbacks, features, train_lib
+from tf_fusedprop.experiment import callbacks, features, train_lib, training_plan
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, validate
 from tf_fusedprop.experiment.interrupt import TrainingInterrupted
@@ -245,10 +245,10 @@ class TrainTest(tu.TestCase):
     def test_gs_rate_after_the_warm_start_follows_the_update_count_also_across_a_resume(self):
         config = tu.tiny_config("ring8")
         config.update(steps=2, steps_per_epoch=1, eval_samples=0, warmup=2, warmup_g_lr_scale=3.0)
-        rate = train_lib.g_learning_rate(config)
+        rate = training_plan.plan(config).g_learning_rate()
         self.assertAllClose([rate(0), rate(1), rate(2), rate(9)], [config.g_lr] * 2 + [3 * config.g_lr] * 2)
         config.warmup_g_lr_scale = 1.0
-        self.assertEqual(train_lib.g_learning_rate(config), config.g_lr)
+        self.assertEqual(training_plan.plan(config).g_learning_rate(), config.g_lr)
         config.warmup_g_lr_scale = 3.0
         resumed, straight, unscaled = (
             os.path.join(self.get_temp_dir(), n) for n in ("resumed", "straight", "unscaled")

@@ -6,7 +6,7 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 
 | module | what |
 |---|---|
-| `real_samples` | the real data: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, MNIST-5k, ring8/grid25 mixtures |
+| `real_samples` | the real data: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, MNIST-5k (and 1,000 of it), ring8/grid25 mixtures |
 | `image_files` | a user's images (a folder, a zip, a TFDS dataset) decoded once into a cache: crop, resize, transparency, what was skipped |
 | `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and `open_dataset(config)`: one run's data, read once and shared (`OpenedDataset`) |
 | `metrics` | FID, IS, KID, mode coverage: numpy and scipy only |
@@ -14,6 +14,7 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | `downloads` | downloads that fail fast offline: reachability checks, SavedModels fetched once into a cache |
 | `evaluators` | a generator's score on fixed latents: FID/IS (digits: and KID) of images, mode coverage of mixtures |
 | `inference` | a run's samples and metrics from its checkpoint, without training (`train.py --mode=sample/evaluate`) |
+| `training_plan` | `plan(config)`: the form fields read once into the schedule of forms, G's rate after a warm start and the fields as they act |
 | `config` | `validate(config)`: one check per field, then the checks between fields and against the data; returns the opened dataset; `ConfigError` |
 | `workdir` | the run directory: default location, existing-run check, `config.json`, one run at a time (`locked`) |
 | `files` | the one atomic write (temporary name, then rename; a full disk in one line), JSON, stale temporaries |

@@ -21,7 +21,7 @@ from tf_fusedprop import precision as fp_precision
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.ema import EMA
-from tf_fusedprop.experiment import datasets, image_files
+from tf_fusedprop.experiment import datasets, image_files, training_plan
 from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.regularizers import R1, GradientPenalty
 
@@ -69,10 +69,14 @@ def fit_steps_per_execution(config):
     if not all(_is_int(n) and n > 0 for n in numbers):
         return config, None
     _, steps_per_epoch = schedule(config)
-    warmup = config.warmup if _is_int(config.warmup) and config.warmup > 0 else 0
+    try:
+        fields = training_plan.plan(config).fields
+    except (ValueError, TypeError):
+        return config, None  # refused by validate
+    warmup = fields["warmup"]
     wanted = config.steps_per_execution
     fitted = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0 and warmup % d == 0)
-    if config.alternate_every and fitted > 1:
+    if fields["alternate_every"] and fitted > 1:
         config = config.copy_and_resolve_references()
         config.steps_per_execution = 1
         return config, (
@@ -249,7 +253,7 @@ def gan_arguments(config):
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
         (("form",), lambda: {"form": fp_forms.get(config.form)}),  # an unknown name blames config.form alone
         (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
-        (("warmup", "alternate_every"), lambda: {"form": _scheduled(arguments["form"], config)}),
+        (("warmup", "alternate_every"), lambda: {"form": training_plan.plan(config).form}),
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
         (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),
@@ -269,18 +273,6 @@ def gan_arguments(config):
             raise ConfigError(f"invalid {fields}: {' '.join(str(err).split())}") from None
     penalties = (arguments.pop("r1"), arguments.pop("gp"))
     return {**arguments, "regularizers": [penalty for penalty in penalties if penalty is not None]}
-
-
-def _scheduled(form, config):
-    """`form` with one `alternating` update every `alternate_every` and after `warmup` G updates
-    of `alternating`, where the config sets them (and the form is not alternating itself)."""
-    if isinstance(form, fp_forms.Alternating):
-        return form
-    if config.alternate_every:
-        form = fp_forms.Periodic(form, every=config.alternate_every, other=fp_forms.Alternating(n_dis=config.n_dis))
-    if config.warmup:
-        form = fp_forms.Warmup(form, updates=config.warmup, start=fp_forms.Alternating(n_dis=config.n_dis))
-    return form
 
 
 def with_added_fields(values, added=None):
@@ -467,14 +459,15 @@ def _whole_executions(config):
         f"the epoch length ({steps_per_epoch} steps) must be a multiple of config.steps_per_execution; "
         f"received steps_per_execution={config.steps_per_execution}.",
     )
-    warmup = config.warmup if _is_int(config.warmup) else 0
+    fields = training_plan.plan(config).fields  # what the schedule does (alternating: nothing)
+    warmup = fields["warmup"]
     _check(
         warmup % config.steps_per_execution == 0,
         f"config.warmup ({warmup} G updates: the form switches there) must be a multiple of "
         f"config.steps_per_execution; received steps_per_execution={config.steps_per_execution}.",
     )
     _check(
-        not config.alternate_every or config.steps_per_execution == 1,
+        not fields["alternate_every"] or config.steps_per_execution == 1,
         f"config.alternate_every switches forms from one G update to the next: it needs "
         f"config.steps_per_execution=1; received steps_per_execution={config.steps_per_execution}.",
     )

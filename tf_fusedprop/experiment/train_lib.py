@@ -75,7 +75,7 @@ from tf_fusedprop import conv_weight_gradients
 from tf_fusedprop import networks as fp_networks
 from tf_fusedprop import optimizers as fp_optimizers
 from tf_fusedprop import precision as fp_precision
-from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files, interrupt
+from tf_fusedprop.experiment import callbacks, datasets, distribution, divergence, files, interrupt, training_plan
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
@@ -222,19 +222,9 @@ def _build(config, data, strategy, checkpoint):
         gan = build_gan(config, precision, data.network_inputs)
     initial_epoch = checkpoint.restore(gan)
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
-    gan.d_optimizer.learning_rate, gan.g_optimizer.learning_rate = config.d_lr, g_learning_rate(config)
+    gan.d_optimizer.learning_rate = config.d_lr
+    gan.g_optimizer.learning_rate = training_plan.plan(config).g_learning_rate()
     return gan, precision, initial_epoch
-
-
-def g_learning_rate(config):
-    """G's rate: `config.g_lr`, or with a warm start and a `warmup_g_lr_scale` other than 1, a
-    schedule of G updates: `g_lr` for the `warmup` ones, then `g_lr x warmup_g_lr_scale` (a
-    function of the G optimizer's update count, so a resumed run follows it exactly)."""
-    if not config.warmup or config.warmup_g_lr_scale == 1:
-        return config.g_lr
-    return keras.optimizers.schedules.PiecewiseConstantDecay(
-        [config.warmup - 1], [float(config.g_lr), float(config.g_lr * config.warmup_g_lr_scale)]
-    )
 
 
 def _announce(config, strategy, precision, run, out, gan, checkpoint, notes):
@@ -372,7 +362,7 @@ def build_gan(config, precision=None, network_inputs=None):
         d_optimizer=adam(config.d_lr),
         # A schedule from the start: an optimizer built with a float rate has a variable for it,
         # and a checkpoint of one would not load into the other.
-        g_optimizer=adam(g_learning_rate(config)),
+        g_optimizer=adam(training_plan.plan(config).g_learning_rate()),
         jit_compile=config.jit_compile,
         steps_per_execution=config.steps_per_execution,
     )

@@ -1,0 +1,97 @@
+"""schedules: which form trains each G update, the switches' alignment, counts and `get`."""
+
+import tensorflow as tf
+from absl.testing import parameterized
+
+from tests import testing_utils as tu
+from tf_fusedprop import forms, schedules
+
+
+class ScheduleTest(tu.TestCase):
+    def test_warmup_trains_its_start_then_its_form_and_names_the_switch_once(self):
+        schedule = schedules.Warmup("fused", updates=3, start=forms.Alternating(n_dis=2))
+        self.assertEqual([schedule.form_at(u).name for u in range(5)], ["alternating"] * 3 + ["fused"] * 2)
+        self.assertEqual(
+            [schedule.switch_note(u) for u in range(5)], [None] * 3 + ["G update 3: alternating -> fused", None]
+        )
+        self.assertEqual([f.name for f in schedule.forms], ["alternating", "fused"])
+        self.assertEqual(schedule.name, "alternating+fused")
+        no_start = schedules.Warmup("inverse", updates=0)
+        self.assertEqual(
+            (no_start.forms, no_start.form_at(0), no_start.switch_note(0)),
+            (no_start.form.forms, no_start.form.form, None),
+        )
+        self.assertIsNone(schedule.misaligned(3))
+        self.assertRegex(schedule.misaligned(2), r"switches forms at G update 3, which steps_per_execution=2 does not")
+
+    def test_periodic_trains_the_other_form_on_the_last_update_of_each_period(self):
+        schedule = schedules.Periodic("adaptive", every=3)
+        self.assertEqual([schedule.form_at(u).name for u in range(6)], ["adaptive", "adaptive", "alternating"] * 2)
+        self.assertIsNone(schedule.misaligned(1))
+        self.assertRegex(schedule.misaligned(5), r"needs steps_per_execution=1 \(received 5\)")
+        nested = schedules.Warmup(schedule, updates=6)
+        self.assertEqual(
+            [nested.form_at(u).name for u in (5, 6, 7, 8)], ["alternating", "adaptive", "adaptive", "alternating"]
+        )
+        self.assertEqual(nested.switch_note(6), "G update 6: alternating -> adaptive+alternating")
+
+    @parameterized.parameters(
+        schedules.Constant("fused"),
+        schedules.Warmup("fused", updates=5),
+        schedules.Warmup("fused", updates=0),
+        schedules.Periodic("fused", every=4, other="simultaneous"),
+        schedules.Warmup(schedules.Periodic("adaptive", every=3), updates=7),
+        schedules.Warmup(schedules.Periodic("adaptive", every=3), updates=6),
+    )
+    def test_counts_are_form_at_counted(self, schedule):
+        for start, stop in ((0, 20), (0, 7), (5, 17), (9, 9), (6, 1000)):
+            counted = {}
+            for update in range(start, stop):
+                name = schedule.form_at(update).name
+                counted[name] = counted.get(name, 0) + 1
+            self.assertEqual({k: v for k, v in schedule.counts(stop, start).items() if v}, counted, (start, stop))
+
+    @parameterized.parameters(
+        schedules.Warmup("fused", updates=500),
+        schedules.Warmup(forms.SinglePass("inverse", n_dis=2), updates=10, start=forms.Alternating(n_dis=5)),
+        schedules.Periodic("fused", every=4, other="simultaneous"),
+        schedules.Warmup(schedules.Periodic("fused", every=2), updates=4),
+    )
+    def test_configs_round_trip(self, schedule):
+        again = schedules.get(schedule.get_config())
+        self.assertEqual(
+            (type(again), again.get_config(), repr(again)), (type(schedule), schedule.get_config(), repr(schedule))
+        )
+        self.assertIs(schedules.get(schedule), schedule)
+
+    def test_a_form_is_a_constant_schedule(self):
+        form = forms.SinglePass("inverse", n_dis=2)
+        constant = schedules.get(form)
+        self.assertIsInstance(constant, schedules.Constant)
+        self.assertEqual((constant.forms, constant.form_at(7), constant.counts(10)), ((form,), form, {"inverse": 10}))
+        self.assertEqual((constant.get_config(), repr(constant)), (form.get_config(), repr(form)))
+        self.assertEqual(schedules.get("alternating").form.name, "alternating")
+        self.assertEqual(schedules.get({"name": "fused", "n_dis": 3}).form.n_dis, 3)
+
+    def test_every_form_of_a_schedule_is_checked(self):
+        generator, discriminator = tu.tiny_pair()
+        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'"):
+            schedules.Warmup("fused", updates=2).check("hinge", generator, discriminator)
+        with self.assertRaisesRegex(ValueError, "hinge loss does not support form='fused'"):
+            schedules.Periodic("fused").check_loss("hinge")
+
+    @parameterized.parameters(
+        (lambda: schedules.Warmup("fused", updates=-1), "updates must be a non-negative integer"),
+        (lambda: schedules.Warmup("fused", start=schedules.Periodic("fused")), "A warm start is one form"),
+        (lambda: schedules.Periodic(schedules.Warmup("fused")), "Periodic mixes two forms"),
+        (lambda: schedules.Periodic("fused", every=1), "every must be at least 2"),
+        (lambda: schedules.get("warmup"), r"form='warmup' is a schedule of forms: construct it \(.*schedules.Warmup"),
+        (lambda: schedules.Warmup("fast"), "Unknown training form. Received: form='fast'"),
+    )
+    def test_refusals_are_one_line(self, make, message):
+        with self.assertRaisesRegex(ValueError, message):
+            make()
+
+
+if __name__ == "__main__":
+    tf.test.main()

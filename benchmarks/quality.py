@@ -41,7 +41,8 @@ Resumable: a rerun skips the runs that `results.json` holds with the same config
 diverged; a run that failed otherwise is retried), and restarts an unfinished run from
 scratch (a resumed run would retrace, and its training seconds would restart: its time would
 not compare), except on the image GANs (mnist, digits32, mnist64), whose unfinished run resumes from its last
-checkpoint (time there is modelled, below). A `results.json` that holds a run of another config
+checkpoint (time there is modelled, below). Ctrl-C or SIGTERM stops the grid in one line (the
+run's checkpoint kept, the finished runs in `results.json`, exit 130 / 143). A `results.json` that holds a run of another config
 (e.g. `configs/` changed) is refused: pass another `--out`. Seeds of one grid may be trained
 across sessions and machines: each record names its machine (results.md counts the runs per
 machine when there is more than one). `benchmarks/results/` keeps finished grids in the
@@ -74,7 +75,9 @@ alternating's. The values are kept in `results.json` for `--report_only`.
 """
 
 import os
+import signal
 import sys
+import threading
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -118,7 +121,7 @@ from benchmarks.time_to_quality.report import (  # noqa: E402, F401
 from benchmarks.time_to_quality.results import write_results  # noqa: E402
 from benchmarks.time_to_quality.runs import environment, record, train_run, warm_up  # noqa: E402, F401
 from benchmarks.time_to_quality.tasks import DEFAULT_TASKS, FORMS, HINGE_FORMS, TASKS  # noqa: E402, F401
-from tf_fusedprop.experiment import files  # noqa: E402
+from tf_fusedprop.experiment import files, interrupt  # noqa: E402
 from tf_fusedprop.experiment.config import ConfigError, json_values  # noqa: E402
 
 
@@ -214,8 +217,23 @@ def _describe(rec):
     return f"{text}; {rec['train_seconds']:.0f} s training"
 
 
+def _terminated(signum, frame):
+    raise interrupt.Interrupted(signum)
+
+
 def run(argv):
-    """Parses `argv` (program name first), runs the grid, writes the results; the exit status."""
+    """Parses `argv` (program name first), runs the grid, writes the results; the exit status
+    (128 + the signal's number after Ctrl-C or SIGTERM, said in one line)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    try:
+        return _run(argv)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv):
     values = _define_flags()
     try:
         values(argv)
@@ -323,6 +341,34 @@ def run(argv):
     if todo:
         warm_up(todo, os.path.join(out, "warm_up"))
     progress = Progress(estimates, len(runs) - len(todo))
+    try:
+        _train(todo, records, out, env, grid, seconds_per_update, references, progress)
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (train_lib keeps the run's checkpoint)
+        finished = sum(rec["status"] in ("done", "diverged") for rec in records.values())
+        resumes = any(TASKS[r.task].relative for r, _ in todo)  # an image GAN's run resumes, others restart
+        print(
+            f"quality: {getattr(err, 'what', 'interrupted')}; {finished} finished runs are in {results_path}; "
+            f"rerun the same command to go on{' (an unfinished run resumes from its checkpoint)' if resumes else ''}.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + getattr(err, "signum", signal.SIGINT)
+    write_results(
+        out,
+        list(records.values()),
+        env if todo else stored.get("environment", env),
+        grid,
+        seconds_per_update=seconds_per_update,
+        references=references,
+    )
+    print(f"Wrote {results_path}, results.md and quality.png.\n")
+    with open(os.path.join(out, "results.md")) as f:
+        print(f.read())
+    return 0
+
+
+def _train(todo, records, out, env, grid, seconds_per_update, references, progress):
+    """Trains the runs of `todo` one after another, `results.json` rewritten after each."""
     for index, (r, config) in enumerate(todo):
         rec = train_run(r, config, os.path.join(out, "runs", r.id))
         rec["machine"] = machine_of(env)
@@ -339,18 +385,6 @@ def run(argv):
             references=references,
         )
         progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
-    write_results(
-        out,
-        list(records.values()),
-        env if todo else stored.get("environment", env),
-        grid,
-        seconds_per_update=seconds_per_update,
-        references=references,
-    )
-    print(f"Wrote {results_path}, results.md and quality.png.\n")
-    with open(os.path.join(out, "results.md")) as f:
-        print(f.read())
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import dataclasses
 import io
 import json
 import os
+import signal
 from unittest import mock
 
 import tensorflow as tf
@@ -15,7 +16,7 @@ from benchmarks import quality
 from configs import digits, digits32, grid25, mnist, mnist1k64, mnist64, ring8
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import config as fp_config
-from tf_fusedprop.experiment import train_lib
+from tf_fusedprop.experiment import interrupt, train_lib
 
 #: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed.
 TINY = {
@@ -531,6 +532,27 @@ class QuickGridTest(tu.TestCase):
             self.assertEqual(status, 2)
             self.assertIn("holds run ring8-nonsaturating-fused-s0 with another config", printed)
         self.assertLen(read_results(out)["runs"], 5)
+
+    def test_a_signal_stops_the_grid_in_one_line_keeping_the_finished_runs(self):
+        real_train = train_lib.train
+
+        def stopped_at_the_second_run(config, workdir, **kwargs):
+            if "warm_up" in workdir or config.form == "alternating":
+                return real_train(config, workdir=workdir, **kwargs)
+            raise interrupt.TrainingInterrupted(3, None, workdir, workdir, signum=signal.SIGTERM)
+
+        out = os.path.join(self.get_temp_dir(), "stopped")
+        with mock.patch.object(train_lib, "train", stopped_at_the_second_run):
+            status, printed = quiet_run(
+                "--quick", f"--out={out}", "--tasks=ring8", "--forms=alternating,fused", "--losses=nonsaturating"
+            )
+        self.assertEqual(status, 143)
+        self.assertRegex(
+            printed.strip().splitlines()[-1],
+            r"^quality: stopped by SIGTERM; 1 finished runs are in .*results.json; rerun the same command to go on\.$",
+        )
+        self.assertNotIn("Traceback", printed)
+        self.assertEqual([r["id"] for r in read_results(out)["runs"]], ["ring8-nonsaturating-alternating-s0"])
 
     def test_a_diverged_run_is_counted_and_a_raising_run_recorded_from_its_logs(self):
         out = os.path.join(self.get_temp_dir(), "quality")

@@ -2,12 +2,9 @@
 
 from ml_collections import config_dict
 
-# The forms' names, written out so that reading a config loads no TensorFlow (tests/forms_test.py
-# checks them against `tf_fusedprop.forms`, which owns them).
-#: The forms that update both players from one computation (`forms.SIMULTANEOUS_FORMS`).
-SIMULTANEOUS_FORMS = ("fused", "inverse", "adaptive", "simultaneous")
-#: Every form (`forms.FORMS`; `lookahead.forms`' default: Lookahead applies to whatever form is chosen).
-ALL_FORMS = (*SIMULTANEOUS_FORMS, "alternating")
+#: Every form's name (`tf_fusedprop.forms.FORMS`, which owns them; written out so that reading a
+#: config loads no TensorFlow; tests/forms_test.py checks them), for the config variants.
+ALL_FORMS = ("fused", "inverse", "adaptive", "simultaneous", "alternating")
 
 
 def get_base_config():
@@ -45,7 +42,7 @@ def get_base_config():
     | adaptive_augment.target, .interval, .ramp_images | `DiffAugment(augment, p="auto", target, interval, ramp_images)`: target None (every operation on every sample) or the E[sign(D(real))] to hold (ADA: 0.6), the probability adapting from 0; G updates between adjustments; real samples over which it can go from 0 to 1 |
     | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
     | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
-    | lookahead.every, lookahead.alpha, lookahead.forms | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step; the forms it applies to (comma-separated, a per-form default) |
+    | lookahead.every, lookahead.alpha, lookahead.forms | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step; the forms it applies to (comma-separated names, or the rules `all_forms` and `simultaneous_forms`) |
 
     The sub-dicts `ema`, `adaptive_augment`, `r1`, `gp` and `lookahead` are the keyword arguments of the objects they configure
     (`tf_fusedprop.experiment.config.gan_arguments`), which check them.
@@ -90,7 +87,7 @@ def get_base_config():
     )
     config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})
-    config.lookahead = config_dict.ConfigDict({"every": 0, "alpha": 0.5, "forms": ",".join(ALL_FORMS)})
+    config.lookahead = config_dict.ConfigDict({"every": 0, "alpha": 0.5, "forms": "all_forms"})
     return config
 
 
@@ -211,7 +208,7 @@ def get_mixture_base_config(dataset):
     config.steps_per_execution = 50
     config.ema.decay = 0.99
     config.lookahead.every, config.lookahead.alpha = 10, 0.8
-    config.lookahead.forms = ",".join(SIMULTANEOUS_FORMS)
+    config.lookahead.forms = "simultaneous_forms"
     # Not "auto": bfloat16 keeps 8 bits of mantissa, a step of 1/64 at radius 2 against modes
     # 0.02 wide, and MLPs this small gain no speed from it.
     config.mixed_precision = "float32"

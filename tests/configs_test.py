@@ -46,7 +46,7 @@ CNN_NS = {
     "augment": "",
     "r1": {"gamma": 0.0, "every": 1},
     "gp": {"weight": 0.0, "every": 1},
-    "lookahead": {"every": 0, "alpha": 0.5, "forms": "fused,inverse,adaptive,simultaneous,alternating"},
+    "lookahead": {"every": 0, "alpha": 0.5, "forms": "all_forms"},
 }
 CNN_HINGE = {**CNN_NS, "name": "cifar10_cnn_hinge", "loss": "hinge"}
 RESNET_NS = {

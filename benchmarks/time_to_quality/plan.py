@@ -11,8 +11,8 @@ from tf_fusedprop.experiment import training_plan
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
+    as_it_trains,
     json_values,
-    lookahead_applies,
     schedule,
     validate,
     with_added_fields,
@@ -31,7 +31,7 @@ STABILIZERS = {
         "digits": {"steps_per_execution": 1, "ema.decay": 0.999, "beta1": 0.5},
     },
     # Lookahead for alternating too, where the configs give it to the simultaneous forms only.
-    "lookahead_everywhere": {"lookahead.forms": "fused,inverse,adaptive,simultaneous,alternating"},
+    "lookahead_everywhere": {"lookahead.forms": "all_forms"},
     "no_lookahead": {"lookahead.every": 0},
     "no_ema": {"ema.decay": None},
     "beta1_0": {"beta1": 0.0},
@@ -187,11 +187,7 @@ def _comparable(config_values):
         if key not in ("cache_dir", "steps_per_execution")
     }
     values.update(training_plan.plan(values).fields)  # alternating ignores them; the scale, without a warm start
-    lookahead = values.get("lookahead")
-    if isinstance(lookahead, dict) and "forms" in lookahead:
-        applies = lookahead_applies(values.get("form"), lookahead)
-        values["lookahead"] = {**lookahead, "forms": None, "every": lookahead["every"] if applies else 0}
-    return values
+    return as_it_trains(values)
 
 
 def lengthened(task, old_values, new_values):

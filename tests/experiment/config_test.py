@@ -196,6 +196,10 @@ class GanArgumentsTest(tu.TestCase):
         self.assertEqual(repr(fp_config.gan_arguments(config)["lookahead"]), "Lookahead(every=10, alpha=0.8)")
         config.form = "alternating"
         self.assertIsNone(fp_config.gan_arguments(config)["lookahead"])
+        config.lookahead.forms = "simultaneous_forms"  # a rule: every form that updates both players at once
+        self.assertIsNone(fp_config.gan_arguments(config)["lookahead"])
+        config.form = "inverse"
+        self.assertIsNotNone(fp_config.gan_arguments(config)["lookahead"])
         config.lookahead.forms = "fused,alternate"
         with self.assertRaisesRegex(fp_config.ConfigError, r"lookahead.forms names unknown forms \['alternate'\]"):
             fp_config.gan_arguments(config)

@@ -54,6 +54,18 @@ class CompletedRunTest(tu.TestCase):
         with self.assertRaisesRegex(ConfigError, r"different config \(config.generator.units: 8 there, 9 now\)"):
             workdir.completed_run(directory, config)
 
+    def test_a_run_recorded_with_lookahead_forms_listed_resumes_under_the_rule(self):
+        directory = os.path.join(self.get_temp_dir(), "listed")
+        config = tu.tiny_config("ring8")  # fused
+        config.lookahead.every = 10
+        config.lookahead.forms = "fused,inverse,adaptive,simultaneous"  # what a run recorded before the rules
+        workdir.make_workdir(directory, config)
+        config.lookahead.forms = "simultaneous_forms"
+        self.assertIsNone(workdir.completed_run(directory, config))  # the same run: resumed
+        config.lookahead.forms = "alternating"  # Lookahead off for fused: another run
+        with self.assertRaisesRegex(ConfigError, r"different config \(config.lookahead.every: 10 there, 0 now\)"):
+            workdir.completed_run(directory, config)
+
 
 class LearningRateChangeTest(tu.TestCase):
     def test_a_rerun_may_change_the_learning_rates_only_and_the_change_is_recorded(self):

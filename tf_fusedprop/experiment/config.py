@@ -37,6 +37,8 @@ __all__ = [
     "fit_steps_per_execution",
     "gan_arguments",
     "json_values",
+    "LOOKAHEAD_FORM_RULES",
+    "as_it_trains",
     "lookahead_applies",
     "schedule",
     "validate",
@@ -293,20 +295,40 @@ def with_added_fields(values, added=None):
     return merged
 
 
+#: The words of `lookahead.forms` that name a rule rather than forms: a form added later joins
+#: the configs that say so, and no recorded config changes with it.
+LOOKAHEAD_FORM_RULES = {"all_forms": fp_forms.FORMS, "simultaneous_forms": fp_forms.SIMULTANEOUS_FORMS}
+
+
 def lookahead_applies(form, lookahead):
     """Whether the `lookahead` sub-dict (`every`, `alpha`, `forms`) turns Lookahead on for
-    `form`: `every` is not 0 and `forms` (comma-separated, a per-form default of the config;
-    absent: every form) names it.
+    `form`: `every` is not 0 and `forms` (comma-separated form names and rules of
+    `LOOKAHEAD_FORM_RULES`; absent: every form) includes it.
 
     Raises:
-      ValueError: `forms` names a form that does not exist.
+      ValueError: `forms` names a form or rule that does not exist.
     """
-    listed = str(lookahead.get("forms", ",".join(fp_forms.FORMS)))
-    forms = [name.strip() for name in listed.split(",") if name.strip()]
-    unknown = sorted(set(forms) - set(fp_forms.FORMS))
+    listed = str(lookahead.get("forms", "all_forms"))
+    words = [word.strip() for word in listed.split(",") if word.strip()]
+    unknown = sorted(set(words) - set(fp_forms.FORMS) - set(LOOKAHEAD_FORM_RULES))
     if unknown:
-        raise ValueError(f"lookahead.forms names unknown forms {unknown}; forms: {', '.join(fp_forms.FORMS)}.")
+        raise ValueError(
+            f"lookahead.forms names unknown forms {unknown}; forms: {', '.join(fp_forms.FORMS)}, "
+            f"or the rules {', '.join(LOOKAHEAD_FORM_RULES)}."
+        )
+    forms = {name for word in words for name in LOOKAHEAD_FORM_RULES.get(word, (word,))}
     return bool(lookahead["every"]) and form in forms
+
+
+def as_it_trains(values):
+    """A config's JSON values with `lookahead.forms` read for the run's form (None, and `every`
+    0 where Lookahead does not apply to it): two configs that train alike compare equal, however
+    their forms are listed."""
+    lookahead = values.get("lookahead")
+    if not (isinstance(lookahead, dict) and "forms" in lookahead):
+        return values
+    applies = lookahead_applies(values.get("form"), lookahead)
+    return {**values, "lookahead": {**lookahead, "forms": None, "every": lookahead["every"] if applies else 0}}
 
 
 def _feature(cls, settings, switch, neutral, applies=True):

@@ -38,7 +38,7 @@ except ImportError:  # not on POSIX: the owner's pid and host alone decide
     fcntl = None
 
 from tf_fusedprop.experiment import downloads, files
-from tf_fusedprop.experiment.config import ConfigError, json_values, with_added_fields
+from tf_fusedprop.experiment.config import ConfigError, as_it_trains, json_values, with_added_fields
 
 __all__ = [
     "RESUMABLE_CHANGES",
@@ -124,7 +124,7 @@ def completed_run(workdir, config):
     config_path = os.path.join(workdir, CONFIG)
     if not os.path.exists(config_path):
         return None
-    stored, wanted = with_added_fields(files.read_json(config_path)), json_values(config)
+    stored, wanted = as_it_trains(with_added_fields(files.read_json(config_path))), as_it_trains(json_values(config))
     difference = _first_difference(stored, wanted, ignore=RESUMABLE_CHANGES + (STEPS, CACHE_DIR, CHECKPOINT_MINUTES))
     if difference:
         key, old, new = difference

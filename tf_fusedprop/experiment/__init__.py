@@ -8,6 +8,7 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 |---|---|
 | `real_samples` | the real data: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, MNIST-5k (and 1,000 of it), ring8/grid25 mixtures |
 | `image_files` | a user's images (a folder, a zip, a TFDS dataset) decoded once into a cache: crop, resize, transparency, what was skipped |
+| `data_errors` | the errors of data that cannot be read (`DatasetUnavailableError`, `ImageSourceError`, `NotPreparedError`), imported by the modules that read it |
 | `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and `open_dataset(config)`: one run's data, read once and shared (`OpenedDataset`) |
 | `metrics` | FID, IS, KID, mode coverage: numpy and scipy only |
 | `features` | feature extractors (digits classifier, TF-GAN Inception) and cached reference statistics |

@@ -52,7 +52,8 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fusedprop import _startup, machine
-from tf_fusedprop.experiment import files, real_samples
+from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment.data_errors import ImageSourceError, NotPreparedError
 
 __all__ = [
     "BACKGROUNDS",
@@ -78,14 +79,6 @@ UNDECODED_EXTENSIONS = (".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".dn
 SKIPPED = "skipped.txt"
 #: Bump when decoding, cropping or resizing changes: it is part of the cache's name.
 VERSION = 3  # 2: EXIF orientation applied; 3: large JPEGs decoded reduced
-
-
-class ImageSourceError(real_samples.DatasetUnavailableError):
-    """The images cannot be read: a missing path, no image in it, nothing decodable."""
-
-
-class NotPreparedError(ImageSourceError):
-    """A `tfds:` source whose dataset is not prepared in its data directory."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from tf_fusedprop._checks import positive_int, registered
 from tf_fusedprop.experiment import downloads
+from tf_fusedprop.experiment.data_errors import DatasetUnavailableError, NotPreparedError
 
 __all__ = [
     "CIFAR10_URL",
@@ -68,10 +69,6 @@ GRID25_STD = 0.05
 
 #: Where TFDS downloads CIFAR-10 from; checked to answer before a download is started.
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
-
-
-class DatasetUnavailableError(ValueError):
-    """A dataset's files are not available locally and cannot (or may not) be downloaded."""
 
 
 def from_uint8(images):
@@ -152,7 +149,7 @@ def cifar10_decoded(split="train", data_dir=None, *, download=True, cache_dir=No
 
     try:
         return decode()
-    except image_files.NotPreparedError as err:
+    except NotPreparedError as err:
         if not download:
             raise _cifar10_unavailable(data_dir, f"({type(err).__name__}), and downloads are off", tfds) from None
     try:

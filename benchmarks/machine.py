@@ -8,6 +8,7 @@ turning it on measured 1.4-2.5x faster), quiets TensorFlow's log, and makes this
 `PYTHONPATH=/other/checkout python benchmarks/x.py` measures the other checkout).
 """
 
+import importlib.util
 import os
 import platform
 import sys
@@ -23,20 +24,21 @@ sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pa
 FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
+def _machine_facts():
+    """`tf_fusedprop/machine.py`, the one reader of the machine, loaded as a file: importing it
+    through the package would load TensorFlow (the package's `__init__` does), which a
+    benchmark's outer process, that only starts others, does not need."""
+    spec = importlib.util.spec_from_file_location("_machine_facts", os.path.join(_ROOT, "tf_fusedprop", "machine.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def cpu():
-    """`(model name, flags of interest)` read from /proc/cpuinfo."""
-    model, flags = platform.processor() or "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    return model, [flag for flag in FLAGS_OF_INTEREST if flag in flags]
+    """`(model name, flags of interest)` of this machine."""
+    facts = _machine_facts()
+    flags = facts.cpu_flags()
+    return facts.cpu_model() or platform.processor() or "unknown CPU", [f for f in FLAGS_OF_INTEREST if f in flags]
 
 
 def header():

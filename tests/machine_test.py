@@ -29,6 +29,13 @@ class MachineTest(tu.TestCase):
         self.assertEqual(machine.cpu_model(path), "")
         self.assertEqual(machine.cpu_model(path + ".missing"), "")
 
+    def test_cpu_flags_from_cpuinfo(self):
+        path = os.path.join(self.get_temp_dir(), "cpuinfo")
+        with open(path, "w") as f:
+            f.write("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu AVX2 avx512_bf16\n\nflags\t\t: other\n")
+        self.assertEqual(machine.cpu_flags(path), {"fpu", "avx2", "avx512_bf16"})
+        self.assertEqual(machine.cpu_flags(os.path.join(self.get_temp_dir(), "missing")), frozenset())
+
     def test_fingerprint_names_what_decides_a_timed_choice(self):
         facts = machine.fingerprint()
         self.assertEqual(facts["tensorflow"], tf.__version__)

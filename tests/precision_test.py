@@ -1,7 +1,5 @@
 """precision.choose: the policy "auto" picks from the hardware, driven here by faked detection input."""
 
-import os
-
 from absl.testing import parameterized
 
 from tests import testing_utils as tu
@@ -40,13 +38,6 @@ class ChooseTest(tu.TestCase):
         self.assertEqual(precision.choose("off").policy, "float32")
         with self.assertRaisesRegex(ValueError, "Received: mixed_precision='fp8'; expected one of auto"):
             precision.choose("fp8")
-
-    def test_cpu_flags_from_cpuinfo(self):
-        path = os.path.join(self.get_temp_dir(), "cpuinfo")
-        with open(path, "w") as f:
-            f.write("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu AVX2 avx512_bf16\n\nflags\t\t: other\n")
-        self.assertEqual(precision.cpu_flags(path), {"fpu", "avx2", "avx512_bf16"})
-        self.assertEqual(precision.cpu_flags(os.path.join(self.get_temp_dir(), "missing")), frozenset())
 
     def test_detection_on_this_machine_runs(self):
         chosen = precision.choose("auto")

@@ -11,7 +11,8 @@ form), `schedules` (which form trains each update of a run), `FusedPropGAN` (a K
 import sys as _sys
 
 from tf_fusedprop import _startup
-from tf_fusedprop.precision import cpu_flags as _cpu_flags
+from tf_fusedprop._version import __version__ as __version__
+from tf_fusedprop.machine import cpu_flags as _cpu_flags
 
 if (_note := _startup.onednn_note(_cpu_flags())) is not None:
     print(_note, file=_sys.stderr, flush=True)
@@ -57,4 +58,3 @@ __all__ = [
     "schedules",
     "steps",
 ]
-__version__ = "0.3.0"

@@ -1,4 +1,8 @@
-"""What identifies this machine to a choice made by measuring on it, and where such choices live.
+"""The machine's facts, read in one place, and where choices measured on it live.
+
+Every reader of the machine (the precision choice, the timed choices, the benchmarks' headers
+and the quality harness's records) asks this module: `cpu_model`, `cpu_flags`, `cores`,
+`onednn_on`.
 
 A choice timed on one machine (which weight-gradient formulation is fastest,
 `conv_weight_gradients`) holds for every later process on the same machine with the same
@@ -14,9 +18,7 @@ import hashlib
 import json
 import os
 
-from tf_fusedprop import precision
-
-__all__ = ["cores", "cpu_model", "fingerprint", "fingerprint_key", "onednn_on", "user_cache_dir"]
+__all__ = ["cores", "cpu_flags", "cpu_model", "fingerprint", "fingerprint_key", "onednn_on", "user_cache_dir"]
 
 # TensorFlow reads the switch once, when it is imported; the package imports it first thing.
 _ONEDNN_AT_IMPORT = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")
@@ -58,6 +60,19 @@ def cpu_model(path="/proc/cpuinfo"):
     return ""
 
 
+def cpu_flags(path="/proc/cpuinfo"):
+    """The CPU's feature flags (lower case), from the first `flags` line of `path` (`Features` on
+    ARM); empty if unreadable."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.split(":", 1)[1].lower().split())
+    except OSError:
+        pass
+    return frozenset()
+
+
 def cores():
     """The CPU cores this process may run on (its affinity mask; `os.cpu_count()` off Linux)."""
     try:
@@ -70,16 +85,16 @@ def fingerprint():
     """`{name: value}` of everything that decides which measured choice is right here."""
     import tensorflow as tf  # Lazy: the module's cache directory needs no TensorFlow.
 
-    import tf_fusedprop
+    from tf_fusedprop._version import __version__
 
     return {
         "cpu": cpu_model(),
-        "cpu_flags": " ".join(sorted(precision.cpu_flags())),
+        "cpu_flags": " ".join(sorted(cpu_flags())),
         "cores": cores(),
         "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "tensorflow": tf.__version__,
         "onednn": onednn_on(),
-        "tf_fusedprop": tf_fusedprop.__version__,
+        "tf_fusedprop": __version__,
     }
 
 

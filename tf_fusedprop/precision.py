@@ -17,7 +17,9 @@ AVX512_BF16/AMX. So "auto" decides from what the hardware can do:
 
 import collections
 
-__all__ = ["POLICIES", "Precision", "choose", "cpu_flags", "gpu_compute_capabilities"]
+from tf_fusedprop import machine
+
+__all__ = ["POLICIES", "Precision", "choose", "gpu_compute_capabilities"]
 
 #: Accepted settings: "auto" (decide from the hardware) or a policy.
 POLICIES = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
@@ -44,18 +46,6 @@ class Precision(collections.namedtuple("Precision", ["policy", "reason"])):
         return None if self.policy == "float32" else self.policy
 
 
-def cpu_flags(path="/proc/cpuinfo"):
-    """The CPU's feature flags (lower case), from the first `flags` line of `path`; empty if unreadable."""
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return frozenset(line.split(":", 1)[1].lower().split())
-    except OSError:
-        pass
-    return frozenset()
-
-
 def gpu_compute_capabilities():
     """`[(name, (major, minor))]` of the visible GPUs, as TensorFlow reports them."""
     import tensorflow as tf  # Lazy: detection of the CPU needs no TensorFlow.
@@ -72,7 +62,7 @@ def choose(setting="auto", flags=None, gpus=None):
 
     Args:
       setting: "auto", or a policy of `POLICIES` ("off" is accepted for "float32").
-      flags: the CPU flags to decide from; None reads `/proc/cpuinfo` (`cpu_flags`).
+      flags: the CPU flags to decide from; None reads `/proc/cpuinfo` (`machine.cpu_flags`).
       gpus: `[(name, (major, minor))]` of the GPUs; None asks TensorFlow
         (`gpu_compute_capabilities`).
 
@@ -95,7 +85,7 @@ def choose(setting="auto", flags=None, gpus=None):
             "mixed_float16",
             f"auto: GPU {names} lacks bfloat16 (needs compute capability 8.0); float16 with loss scaling",
         )
-    flags = cpu_flags() if flags is None else frozenset(flags)
+    flags = machine.cpu_flags() if flags is None else frozenset(flags)
     found = [flag for flag in _BF16_CPU_FLAGS if flag in flags]
     if found:
         return Precision("mixed_bfloat16", f"auto: no GPU; the CPU flags show {' and '.join(found)} (native bfloat16)")

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from benchmarks.time_to_quality.tasks import TASKS
+from tf_fusedprop import machine
 from tf_fusedprop.experiment import divergence, files, train_lib
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
@@ -178,18 +179,9 @@ def _json_safe(value):
 
 def environment():
     """What the timings depend on: versions, CPU model and flags, threads, oneDNN, load."""
-    model, cpu_flags = platform.processor(), []
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                present = set(value.split())
-                cpu_flags = [
-                    f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present
-                ]
-                break
+    present = machine.cpu_flags()
+    cpu_flags = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present]
+    model = machine.cpu_model() or platform.processor()
     return {
         "tensorflow": tf.__version__,
         "keras": keras.__version__,

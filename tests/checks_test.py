@@ -5,7 +5,7 @@ import re
 import numpy as np
 
 from tests import testing_utils as tu
-from tf_fusedprop._checks import positive_int, registered
+from tf_fusedprop._checks import Registry, positive_int
 
 
 class PositiveIntTest(tu.TestCase):
@@ -22,12 +22,17 @@ class PositiveIntTest(tu.TestCase):
                 positive_int("iter_size", value)
 
 
-class RegisteredTest(tu.TestCase):
-    def test_returns_the_entry_or_lists_the_valid_names_in_one_line(self):
-        registry = {"b": 2, "a": 1}
-        self.assertEqual(registered(registry, "thing", "a"), 1)
+class RegistryTest(tu.TestCase):
+    def test_names_and_the_entry_or_the_valid_names_in_one_line(self):
+        registry = Registry("thing", {"b": 2, "a": 1})
+        self.assertEqual(
+            (registry.get("a"), registry.names(), "a" in registry, ["a"] in registry), (1, ("b", "a"), True, False)
+        )
         for name in ("c", None, ["a"]):
             with self.assertRaisesRegex(
                 ValueError, "^" + re.escape(f"Unknown thing. Received: name={name!r}. Valid names: b, a.") + "$"
             ):
-                registered(registry, "thing", name)
+                registry.get(name)
+        forms = Registry("training form", {"fused": 1}, argument="form", plural="forms")
+        with self.assertRaisesRegex(ValueError, r"^Unknown training form. Received: form='x'. Valid forms: fused.$"):
+            forms.get("x")

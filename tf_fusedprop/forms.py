@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import steps
-from tf_fusedprop._checks import positive_int
+from tf_fusedprop._checks import Registry, positive_int
 from tf_fusedprop.batch import Batch
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "check_form",
     "compute_gradients",
     "get",
+    "names",
     "simgd_step",
     "supports",
 ]
@@ -258,14 +259,26 @@ class Simultaneous(Form):
 
 _RULES = {rule.name: rule for rule in steps.SINGLE_PASS_RULES}
 # The one table of forms by name: name -> constructor of the form (taking its keyword arguments).
-_REGISTRY = {
-    **{name: functools.partial(SinglePass, name) for name in _RULES},
-    Simultaneous.name: Simultaneous,
-    Alternating.name: Alternating,
-}
+_REGISTRY = Registry(
+    "training form",
+    {
+        **{name: functools.partial(SinglePass, name) for name in _RULES},
+        Simultaneous.name: Simultaneous,
+        Alternating.name: Alternating,
+    },
+    argument="form",
+    plural="forms",
+)
+
+
+def names():
+    """The forms' names (`FORMS`)."""
+    return _REGISTRY.names()
+
+
 #: The forms' names: `fused`, `inverse` and `adaptive` are single-pass FusedProp forms;
 #: `simultaneous` is two-pass SimGD and `alternating` the conventional AltGD baseline.
-FORMS = tuple(_REGISTRY)
+FORMS = names()
 #: The forms that run one forward and one backward pass per step.
 SINGLE_PASS_FORMS = tuple(_RULES)
 #: The forms whose step ends with one update of both players from one computation (`step`).
@@ -286,9 +299,7 @@ def get(form, **kwargs):
     if isinstance(form, dict):
         kwargs = {**{key: value for key, value in form.items() if key != "name"}, **kwargs}
         form = form.get("name")
-    if not isinstance(form, str) or form not in _REGISTRY:
-        raise ValueError(f"Unknown training form. Received: form={form!r}. Valid forms: {', '.join(FORMS)}.")
-    return _REGISTRY[form](**kwargs)
+    return _REGISTRY.get(form)(**kwargs)
 
 
 def supports(loss, form):

@@ -20,6 +20,8 @@ All losses share one signature, so training code never branches on a loss name.
 
 import tensorflow as tf
 
+from tf_fusedprop._checks import Registry
+
 __all__ = [
     "GANLoss",
     "Minimax",
@@ -219,12 +221,14 @@ class Hinge(GANLoss):
         return -tf.cast(y + 1 > 0, y.dtype)
 
 
-_REGISTRY = {cls.name: cls() for cls in (Minimax, NonSaturating, Wasserstein, LeastSquares, Hinge)}
+_REGISTRY = Registry(
+    "GAN loss", {cls.name: cls() for cls in (Minimax, NonSaturating, Wasserstein, LeastSquares, Hinge)}, argument="loss"
+)
 
 
 def names():
     """The registered loss names."""
-    return tuple(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def get(identifier):
@@ -233,11 +237,4 @@ def get(identifier):
     Raises:
       ValueError: for an unknown name; the message lists the valid names.
     """
-    if isinstance(identifier, GANLoss):
-        return identifier
-    try:
-        return _REGISTRY[identifier]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"Unknown GAN loss. Received: loss={identifier!r}. Valid names: {', '.join(names())}."
-        ) from None
+    return identifier if isinstance(identifier, GANLoss) else _REGISTRY.get(identifier)

@@ -18,7 +18,7 @@ is a class and an entry of `_REGISTRY`.
 """
 
 from tf_fusedprop import forms as fp_forms
-from tf_fusedprop._checks import positive_int
+from tf_fusedprop._checks import Registry, positive_int
 
 __all__ = ["Constant", "Periodic", "Schedule", "Warmup", "get"]
 
@@ -222,7 +222,7 @@ class Periodic(Schedule):
 
 
 # Schedules by the names of their `get_config()` (they need arguments: no name alone).
-_REGISTRY = {"warmup": Warmup, "periodic": Periodic}
+_REGISTRY = Registry("schedule", {"warmup": Warmup, "periodic": Periodic})
 
 
 def get(schedule):
@@ -237,9 +237,9 @@ def get(schedule):
     if isinstance(schedule, str) and schedule in _REGISTRY:
         raise ValueError(
             f"form={schedule!r} is a schedule of forms: construct it "
-            f"(tf_fusedprop.schedules.{_REGISTRY[schedule].__name__}(...))."
+            f"(tf_fusedprop.schedules.{_REGISTRY.get(schedule).__name__}(...))."
         )
     if isinstance(schedule, dict) and schedule.get("name") in _REGISTRY:
         arguments = {key: value for key, value in schedule.items() if key != "name"}
-        return _REGISTRY[schedule["name"]](**arguments)
+        return _REGISTRY.get(schedule["name"])(**arguments)
     return Constant(schedule)

@@ -27,7 +27,7 @@ CONFIGS = {
 
 class RegistryTest(tu.TestCase):
     def test_names_are_the_pipelines_and_each_spec_knows_its_name(self):
-        self.assertEqual(datasets.names(), ["cifar10", "digits", "grid25", "images", "mnist1k", "mnist5k", "ring8"])
+        self.assertEqual(datasets.names(), ("cifar10", "digits", "grid25", "images", "mnist1k", "mnist5k", "ring8"))
         self.assertEqual(set(CONFIGS), set(datasets.names()))
         for name in datasets.names():
             self.assertEqual(datasets.get(name).name, name)

@@ -383,10 +383,13 @@ IMAGES = DatasetSpec(
     class_names=lambda data: data.contents.class_names,
 )
 
-_REGISTRY = {
-    spec.name: spec
-    for spec in sorted((DIGITS, MNIST5K, MNIST1K, CIFAR10, IMAGES, RING8, GRID25), key=lambda spec: spec.name)
-}
+_REGISTRY = _checks.Registry(
+    "dataset",
+    {
+        spec.name: spec
+        for spec in sorted((DIGITS, MNIST5K, MNIST1K, CIFAR10, IMAGES, RING8, GRID25), key=lambda spec: spec.name)
+    },
+)
 
 
 def completed(config, data=None):
@@ -424,7 +427,7 @@ def completed(config, data=None):
 
 def names():
     """The dataset names, sorted."""
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def get(name):
@@ -433,7 +436,7 @@ def get(name):
     Raises:
       ValueError: for an unknown name; the message lists the valid names.
     """
-    return _checks.registered(_REGISTRY, "dataset", name)
+    return _REGISTRY.get(name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf_fusedprop._checks import positive_int, registered
+from tf_fusedprop._checks import Registry, positive_int
 from tf_fusedprop.experiment import downloads
 from tf_fusedprop.experiment.data_errors import DatasetUnavailableError, NotPreparedError
 
@@ -403,6 +403,7 @@ LABELLED_DIGITS = {
     "mnist5k": (mnist5k_array, mnist5k_labels),
     "mnist1k": (mnist1k_array, mnist1k_labels),
 }
+_DIGIT_SETS = Registry("digit set", LABELLED_DIGITS)
 
 
 def labelled_digits(name):
@@ -411,7 +412,7 @@ def labelled_digits(name):
     Raises:
       ValueError: for an unknown name; the message lists the valid names.
     """
-    return registered(LABELLED_DIGITS, "digit set", name)
+    return _DIGIT_SETS.get(name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -78,17 +78,20 @@ def _sngan_inputs(shape):
     }
 
 
-_REGISTRY = {
-    "sngan_cnn": Network(cnn_generator, cnn_discriminator, True, True, 8, _sngan_inputs, default_widths),
-    "sngan_resnet": Network(resnet_generator, resnet_discriminator, True, True, 8, _sngan_inputs, None),
-    "digits": Network(digits_generator, digits_discriminator, True, True, 4, _digits_inputs, None),
-    "mlp": Network(mlp_generator, mlp_discriminator, False, False, 1, _vector_inputs, None),
-}
+_REGISTRY = _checks.Registry(
+    "network",
+    {
+        "sngan_cnn": Network(cnn_generator, cnn_discriminator, True, True, 8, _sngan_inputs, default_widths),
+        "sngan_resnet": Network(resnet_generator, resnet_discriminator, True, True, 8, _sngan_inputs, None),
+        "digits": Network(digits_generator, digits_discriminator, True, True, 4, _digits_inputs, None),
+        "mlp": Network(mlp_generator, mlp_discriminator, False, False, 1, _vector_inputs, None),
+    },
+)
 
 
 def names():
     """The registered network names."""
-    return tuple(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def facts(name):
@@ -97,7 +100,7 @@ def facts(name):
     Raises:
       ValueError: for an unknown name; the message lists the valid names.
     """
-    return _checks.registered(_REGISTRY, "network", name)
+    return _REGISTRY.get(name)
 
 
 def get(name):

@@ -80,6 +80,15 @@ class DivergenceMonitorTest(tu.TestCase):
         self.assertTrue(tu.weights_are_finite(weights))
         self.assertEqual(os.listdir(os.path.join(directory, "samples")), ["epoch_0001.png"])
 
+    def test_it_names_the_configs_rates_where_given(self):
+        gan = tiny_gan()
+        gan.d_optimizer.learning_rate = gan.g_optimizer.learning_rate = 1e30  # the rates in effect (scaled)
+        monitor = divergence.DivergenceMonitor(learning_rates=(1e30, 2e29))  # the config's, unscaled
+        with self.assertRaises(divergence.TrainingDivergedError) as info:
+            gan.fit(real_samples.ring8(16), epochs=2, steps_per_epoch=3, verbose=0, shuffle=False, callbacks=[monitor])
+        self.assertEqual(info.exception.learning_rates, (1e30, 2e29))
+        self.assertTrue(str(info.exception).endswith("d_lr=1e+29, g_lr=2e+28"), str(info.exception))
+
     def test_a_finite_run_is_not_stopped(self):
         monitor = divergence.DivergenceMonitor()
         history = tiny_gan().fit(

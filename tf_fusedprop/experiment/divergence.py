@@ -140,14 +140,18 @@ class DivergenceMonitor(keras.callbacks.Callback):
       checkpoint: the run's `callbacks.BackupAndRestore`, whose last checkpoint the error
         names; None if there is none.
       workdir: the run's directory, for the resume command in the message; None for none.
+      learning_rates: `(d_lr, g_lr)` as the run's config sets them, what the resume command's
+        flags mean (G's rate after a warm start is `g_lr` x `warmup_g_lr_scale`: a tenth of
+        the config's rate is a tenth of the rate that diverged); None reads the optimizers'
+        rates at the diverged update.
 
     Attributes:
       divergence: `FusedPropGAN.divergence()` once it was seen, else None.
     """
 
-    def __init__(self, checkpoint=None, workdir=None):
+    def __init__(self, checkpoint=None, workdir=None, learning_rates=None):
         super().__init__()
-        self.checkpoint = checkpoint
+        self.checkpoint, self.learning_rates = checkpoint, learning_rates
         self.workdir = None if workdir is None else os.fspath(workdir)
         self.divergence = None
 
@@ -157,9 +161,11 @@ class DivergenceMonitor(keras.callbacks.Callback):
             return
         self.divergence = divergence
         self.model.stop_training = True
-        optimizers = (self.model.d_optimizer, self.model.g_optimizer)
-        # float32 variables: 7 significant digits give back the rate as it was written (1e-3).
-        rates = [float(f"{float(keras.ops.convert_to_numpy(o.learning_rate)):.7g}") for o in optimizers]
+        rates = self.learning_rates
+        if rates is None:
+            optimizers = (self.model.d_optimizer, self.model.g_optimizer)
+            # float32 variables: 7 significant digits give back the rate as it was written (1e-3).
+            rates = [float(f"{float(keras.ops.convert_to_numpy(o.learning_rate)):.7g}") for o in optimizers]
         raise TrainingDivergedError(
             divergence,
             rates,

@@ -177,7 +177,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         _announce(config, strategy, precision, run, out, gan, checkpoint.metadata(), notes)
         several = distribution.facts(strategy)["workers"] > 1
         together = distribution.StopTogether(strategy, signals) if several else None
-        _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together)
+        _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together, (config.d_lr, config.g_lr))
         try:
             return _write_results(
                 config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
@@ -287,13 +287,13 @@ class _StopAfterThisEpoch(keras.callbacks.Callback):
         self.model.stop_training = True
 
 
-def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None):
+def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None, learning_rates=None):
     """`gan.fit` over `calls`, `(initial_epoch, length, dataset)` of `_segments`, in the run's
     `epochs` of `steps_per_epoch` (a call of another length trains the rest of a broken epoch). A
     divergence stops it (`divergence.TrainingDivergedError`), and so does a signal
     (`interrupt.TrainingInterrupted`, after a checkpoint at the step reached); under several
     workers (`together`, a `distribution.StopTogether`) signals wait for the workers to agree
-    after a call."""
+    after a call. A divergence names `learning_rates`, the config's (d_lr, g_lr)."""
     checkpoint = hooks.all[-1]
     try:
         with together.signals.deferred() if together else contextlib.nullcontext():
@@ -303,7 +303,7 @@ def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None
                     epochs=epochs,
                     steps_per_epoch=length,
                     initial_epoch=initial_epoch,
-                    callbacks=[divergence.DivergenceMonitor(checkpoint, out)]
+                    callbacks=[divergence.DivergenceMonitor(checkpoint, out, learning_rates)]
                     + ([together] if together else [])
                     + hooks.all
                     + ([_StopAfterThisEpoch()] if length != steps_per_epoch else []),

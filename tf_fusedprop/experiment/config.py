@@ -72,21 +72,21 @@ def fit_steps_per_execution(config):
         return config, None
     _, steps_per_epoch = schedule(config)
     try:
-        fields = training_plan.plan(config).fields
+        plan = training_plan.plan(config)
     except (ValueError, TypeError):
         return config, None  # refused by validate
-    warmup = fields["warmup"]
     wanted = config.steps_per_execution
-    fitted = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0 and warmup % d == 0)
-    if fields["alternate_every"] and fitted > 1:
+    fitted = plan.fitted_steps_per_execution(steps_per_epoch, wanted)
+    if fitted == wanted:
+        return config, None
+    if plan.fields["alternate_every"]:
         config = config.copy_and_resolve_references()
         config.steps_per_execution = 1
         return config, (
             f"config.steps_per_execution: 1, not the config's {wanted}: config.alternate_every switches forms "
             "from one G update to the next."
         )
-    if fitted == wanted:
-        return config, None
+    warmup = plan.warmup
     config = config.copy_and_resolve_references()
     config.steps_per_execution = fitted
     epoch_only = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0)

@@ -20,7 +20,7 @@ import tensorflow as tf
 from absl import app, flags
 from weight_gradients import DTYPES, define_flags, median_milliseconds, weight_gradient_shapes
 
-from tf_fusedprop import conv_weight_gradients as cwg
+from tf_fusedprop import weight_gradient_formulations as formulations
 
 FLAGS = flags.FLAGS
 FORMULATIONS = ("native", "sub_pixel")
@@ -44,8 +44,8 @@ def sub_pixel_input_gradient(dy, kernel, x_shape, stride, padding):
     """
     kh, kw, c, o = kernel.shape
     h, w = x_shape[1], x_shape[2]
-    top = cwg.explicit_padding(h, kh, stride, padding)[0]
-    left = cwg.explicit_padding(w, kw, stride, padding)[0]
+    top = formulations.explicit_padding(h, kh, stride, padding)[0]
+    left = formulations.explicit_padding(w, kw, stride, padding)[0]
     mh, mw = -(-kh // stride), -(-kw // stride)
     u, v = -(-(h + top) // stride), -(-(w + left) // stride)
     dy = tf.pad(dy, [[0, 0], [mh - 1, max(0, u - dy.shape[1])], [mw - 1, max(0, v - dy.shape[2])], [0, 0]])
@@ -62,7 +62,7 @@ _FUNCTIONS = {"native": native_input_gradient, "sub_pixel": sub_pixel_input_grad
 
 def measure(x_shape, kernel_shape, stride, padding, reps):
     """`{(formulation, dtype name): median ms}` for one input gradient."""
-    out_hw = [cwg.conv_output_size(x_shape[a], kernel_shape[a - 1], stride, padding) for a in (1, 2)]
+    out_hw = [formulations.conv_output_size(x_shape[a], kernel_shape[a - 1], stride, padding) for a in (1, 2)]
     dy32 = tf.random.stateless_normal([x_shape[0]] + out_hw + [kernel_shape[-1]], seed=[1, 2])
     w32 = tf.random.stateless_normal(kernel_shape, seed=[3, 4])
     calls = {}

@@ -21,6 +21,7 @@ from absl import app, flags
 from tf_fusedprop import conv_weight_gradients as cwg
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop import networks
+from tf_fusedprop import weight_gradient_formulations as formulations
 
 FLAGS = flags.FLAGS
 
@@ -57,14 +58,16 @@ def weight_gradient_shapes(network, batch_size):
 
 def measure(x_shape, kernel_shape, strides, padding, reps):
     """`{(formulation, dtype name): median ms}` for one weight gradient."""
-    out_hw = [cwg.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)]
+    out_hw = [formulations.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)]
     x32 = tf.random.stateless_normal(x_shape, seed=[1, 2])
     dy32 = tf.random.stateless_normal([x_shape[0]] + out_hw + [kernel_shape[-1]], seed=[3, 4])
     calls = {}
     for dtype in DTYPES:
         x, dy = tf.cast(x32, dtype), tf.cast(dy32, dtype)
-        for name in cwg.WEIGHT_GRADIENTS:
-            fn = tf.function(lambda a, b, name=name: cwg.weight_gradient(a, b, kernel_shape, strides, padding, name))
+        for name in formulations.WEIGHT_GRADIENTS:
+            fn = tf.function(
+                lambda a, b, name=name: formulations.weight_gradient(a, b, kernel_shape, strides, padding, name)
+            )
             fn(x, dy), fn(x, dy)
             calls[name, dtype.name] = (fn, x, dy)
     return median_milliseconds(calls, reps)
@@ -89,13 +92,13 @@ def main(argv):
     print(f"network={FLAGS.network}, batch={FLAGS.batch_size} (D: {2 * FLAGS.batch_size}), reps={FLAGS.reps}")
     print("weight gradient, ms per call (median); 'auto' is what conv_weight_gradients.choose picks in bfloat16")
     short = {"float32": "f32", "bfloat16": "bf16"}
-    columns = [f"{short[dtype.name]} {name}" for dtype in DTYPES for name in cwg.WEIGHT_GRADIENTS]
+    columns = [f"{short[dtype.name]} {name}" for dtype in DTYPES for name in formulations.WEIGHT_GRADIENTS]
     print(f"{'convolution':44s} " + " ".join(f"{c:>17s}" for c in columns) + f" {'auto (bf16)':>13s}")
     totals = {}
     for label, x_shape, kernel_shape, strides, padding in weight_gradient_shapes(FLAGS.network, FLAGS.batch_size):
         ms = measure(x_shape, kernel_shape, strides, padding, FLAGS.reps)
         choice = cwg.choose(x_shape, kernel_shape, strides, padding, tf.bfloat16)
-        cells = [ms[name, dtype.name] for dtype in DTYPES for name in cwg.WEIGHT_GRADIENTS]
+        cells = [ms[name, dtype.name] for dtype in DTYPES for name in formulations.WEIGHT_GRADIENTS]
         for dtype in DTYPES:
             picked = ms[choice, "bfloat16"] if dtype == tf.bfloat16 else ms["native", "float32"]
             totals[dtype.name] = [

@@ -1,27 +1,20 @@
-"""Ways to compute a 2-D convolution's weight gradient, and the per-layer choice between them.
+"""The per-layer choice between the formulations of a 2-D convolution's weight gradient.
 
 TensorFlow computes `dW` of `y = conv2d(x, w)` with one op, `Conv2DBackpropFilter`. On AMD
 CPUs with AVX512_BF16 and no AMX its bfloat16 kernel is slower than its float32 one on deep,
 small layers (Zen 5: 26 against 18 ms on SNGAN D's 8x8x256 k4 s2 layer at batch 128;
 docs/performance.md), while TensorFlow's forward convolution and its matmuls are fast in
-bfloat16 everywhere. The same sum can be written with those:
+bfloat16 everywhere: `tf_fusedprop.weight_gradient_formulations` writes the same sum with
+those (`"native"`, `"forward_conv"`, `"taps"`; pure maths, what `ops` computes). Which is
+fastest depends on the CPU, the dtype and the layer's shape, so under the `"auto"` policy
+`choose` times them on this machine for the narrow dtypes (bfloat16, float16) on CPUs;
+float32/float64 and GPUs keep the native kernel, which measured best or equal on every layer
+in float32. A layer's `weight_gradient` argument, `set_policy` and the
+`TF_FUSEDPROP_WEIGHT_GRADIENT` environment variable override the choice.
 
-* `"native"`: `Conv2DBackpropFilter` (what TensorFlow's own gradient runs), except for a 1x1
-  kernel with a stride > 1, whose one tap is one matmul (`"taps"`): there TensorFlow 2.21's
-  oneDNN kernel on AVX2-only CPUs returns wrong gradients, from run to run (up to 0.7 of the
-  gradient's size at 3 or 5 channels; oneDNN is on under `train.py`).
-* `"forward_conv"`: `dW[i, j, c, o] = sum_{n, p, q} x[n, s*p + i, s*q + j, c] * dy[n, p, q, o]`
-  is a forward convolution of the padded input with its batch and channel axes swapped
-  (`[C, H, W, N]`) by `dy` taken as the filter (`[Ho, Wo, N, O]`), dilated by the stride.
-* `"taps"`: one `[C, M] x [M, O]` matmul per kernel tap over the strided slice of x that the tap
-  multiplies (`M = N * Ho * Wo`).
-
-All give the same gradient up to the dtype's rounding. Which is fastest depends on the CPU, the
-dtype and the layer's shape, so under the `"auto"` policy `choose` times them on this machine
-for the narrow dtypes (bfloat16, float16) on CPUs; float32/float64 and GPUs keep the native
-kernel, which measured best or equal on every layer in float32. A layer's `weight_gradient`
-argument, `set_policy` and the `TF_FUSEDPROP_WEIGHT_GRADIENT` environment variable override the
-choice.
+A layer asks `formulation` for a name when it calls its op (at trace time, from the static
+shapes of the convolution), so that the op and its gradient only ever see a formulation's name:
+no gradient function times, locks or reads a file.
 
 The formulations round differently, a GAN's dynamics amplify the difference, and timing on a
 busy machine is noisy, so a choice is timed once per machine, not once per process: it is kept
@@ -42,8 +35,10 @@ import threading
 import time
 
 import tensorflow as tf
+from keras.src.backend.common import symbolic_scope
 
 from tf_fusedprop import machine
+from tf_fusedprop.weight_gradient_formulations import WEIGHT_GRADIENTS, conv_output_size, weight_gradient
 
 try:
     import fcntl
@@ -56,18 +51,14 @@ __all__ = [
     "check_policy",
     "choose",
     "chosen",
-    "conv_output_size",
-    "explicit_padding",
+    "formulation",
     "machine_cache_file",
     "policy",
     "resolve",
     "set_policy",
     "table_file",
-    "weight_gradient",
 ]
 
-#: The formulations of the weight gradient (see the module docstring).
-WEIGHT_GRADIENTS = ("native", "forward_conv", "taps")
 #: A layer's or the process's setting: `"auto"` (measure where it can pay) or one formulation.
 POLICIES = ("auto",) + WEIGHT_GRADIENTS
 ENVIRONMENT_VARIABLE = "TF_FUSEDPROP_WEIGHT_GRADIENT"
@@ -75,96 +66,6 @@ ENVIRONMENT_VARIABLE = "TF_FUSEDPROP_WEIGHT_GRADIENT"
 MARGIN = 0.9
 #: The batch timed for a layer whose batch size is not static.
 DEFAULT_BATCH = 64
-
-
-def explicit_padding(size, kernel, stride, padding):
-    """`(before, after)` padding of one spatial axis, as TensorFlow pads a convolution."""
-    if padding == "VALID":
-        return 0, 0
-    total = max((conv_output_size(size, kernel, stride, padding) - 1) * stride + kernel - size, 0)
-    return total // 2, total - total // 2
-
-
-def conv_output_size(size, kernel, stride, padding):
-    """Output length of one spatial axis of an undilated convolution."""
-    return -(-size // stride) if padding == "SAME" else (size - kernel) // stride + 1
-
-
-def _padded(x, kernel_hw, strides, padding):
-    pads = [list(explicit_padding(x.shape[a], kernel_hw[a - 1], strides[a - 1], padding)) for a in (1, 2)]
-    if pads == [[0, 0], [0, 0]]:
-        return x
-    return tf.pad(x, [[0, 0], pads[0], pads[1], [0, 0]])
-
-
-def _native(x, dy, kernel_shape, strides, padding):
-    if tuple(kernel_shape[:2]) == (1, 1) and tuple(strides) != (1, 1):
-        return _taps(x, dy, kernel_shape, strides, padding)
-    return tf.raw_ops.Conv2DBackpropFilter(
-        input=x,
-        filter_sizes=list(kernel_shape),
-        out_backprop=dy,
-        strides=[1, strides[0], strides[1], 1],
-        padding=padding,
-    )
-
-
-def _forward_conv(x, dy, kernel_shape, strides, padding):
-    kh, kw, _, _ = kernel_shape
-    dw = tf.nn.conv2d(
-        tf.transpose(_padded(x, (kh, kw), strides, padding), [3, 1, 2, 0]),  # [C, H, W, N]
-        tf.transpose(dy, [1, 2, 0, 3]),  # [Ho, Wo, N, O]: the output gradient as the filter
-        strides=1,
-        padding="VALID",
-        dilations=[1, strides[0], strides[1], 1],
-    )  # [C, >= kh, >= kw, O]: the rows and columns a stride skips at the end are no taps
-    return tf.transpose(dw[:, :kh, :kw, :], [1, 2, 0, 3])
-
-
-def _taps(x, dy, kernel_shape, strides, padding):
-    kh, kw, c, o = kernel_shape
-    x = _padded(x, (kh, kw), strides, padding)
-    ho, wo = dy.shape[1], dy.shape[2]
-    dy2 = tf.reshape(dy, [-1, o])
-    dw = [
-        tf.matmul(
-            tf.reshape(
-                x[:, i : i + (ho - 1) * strides[0] + 1 : strides[0], j : j + (wo - 1) * strides[1] + 1 : strides[1], :],
-                [-1, c],
-            ),
-            dy2,
-            transpose_a=True,
-        )
-        for i in range(kh)
-        for j in range(kw)
-    ]
-    return tf.reshape(tf.stack(dw), [kh, kw, c, o])
-
-
-_FORMULATIONS = {"native": _native, "forward_conv": _forward_conv, "taps": _taps}
-
-
-def weight_gradient(x, dy, kernel_shape, strides, padding, formulation="native"):
-    """The gradient of `sum(conv2d(x, w) * dy)` with respect to `w` (NHWC, HWIO, no dilation).
-
-    Args:
-      x: the convolution's input `[N, H, W, C]` (static H, W).
-      dy: the gradient of its output `[N, Ho, Wo, O]` (static Ho, Wo).
-      kernel_shape: `(kh, kw, C, O)`.
-      strides: `(h, w)`.
-      padding: "SAME" or "VALID".
-      formulation: one of `WEIGHT_GRADIENTS`, or "auto" for `choose`'s (timed on this machine
-        for x's static shape and dtype, once per process).
-
-    Returns:
-      `[kh, kw, C, O]` in `dy`'s dtype.
-    """
-    if formulation == "auto":
-        formulation = choose(x.shape, kernel_shape, strides, padding, x.dtype)
-    if formulation not in _FORMULATIONS:
-        raise ValueError(f"Unknown weight-gradient formulation {formulation!r}. Valid: {', '.join(WEIGHT_GRADIENTS)}.")
-    shape = tuple(int(d) for d in kernel_shape)
-    return _FORMULATIONS[formulation](x, dy, shape, tuple(int(s) for s in strides), padding.upper())
 
 
 def check_policy(value, name="weight_gradient"):
@@ -204,6 +105,32 @@ def resolve(setting, dtype):
     if tf.as_dtype(dtype).size >= 4 or tf.config.list_logical_devices("GPU"):
         return "native"
     return "auto"
+
+
+def formulation(setting, x_shape, kernel_shape, strides, padding, dtype):
+    """The formulation a layer with `weight_gradient=setting` computes a convolution's kernel
+    gradient with: `resolve`'s, timed by `choose` for this convolution's static shapes where
+    that says "auto".
+
+    Args:
+      setting: one of `POLICIES`.
+      x_shape: the convolution's input shape `[N, H, W, C]` (for a transposed convolution, the
+        shape of its output, the weight gradient's input); N may be None.
+      kernel_shape: `(kh, kw, C, O)` (a transposed convolution's kernel as stored).
+      strides: `(h, w)`.
+      padding: "same"/"SAME" or "valid"/"VALID".
+      dtype: the convolution's compute dtype.
+
+    Returns:
+      One of `WEIGHT_GRADIENTS`. While Keras builds a model symbolically (no gradient is taken
+      of that call) an "auto" setting answers "native" without timing.
+    """
+    resolved = resolve(setting, dtype)
+    if resolved != "auto":
+        return resolved
+    if symbolic_scope.in_symbolic_scope():
+        return "native"
+    return choose(x_shape, kernel_shape, strides, padding, dtype)
 
 
 _chosen = {}

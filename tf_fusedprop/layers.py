@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from tf_fusedprop import conv_weight_gradients, ops
+from tf_fusedprop import weight_gradient_formulations as formulations
 
 __all__ = ["Conv2D", "Conv2DTranspose", "Dense", "Embedding", "LeakyReLU", "supports_parameter_gradient_scaling"]
 
@@ -166,10 +167,15 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
         return conv_weight_gradients.resolve(self.weight_gradient, self.compute_dtype)
 
     def _affine(self, inputs, kernel, scaling):
-        formulation = self._weight_gradient_formulation()
-        if scaling is None and formulation == "native":
+        setting = self._weight_gradient_formulation()
+        if scaling is None and setting == "native":
             x = self.convolution_op(inputs, kernel)
             return keras.ops.add(x, self.bias) if self.use_bias else x
+        formulation = setting
+        if setting == "auto":
+            formulation = conv_weight_gradients.formulation(
+                setting, inputs.shape, kernel.shape, self.strides, self.padding, self.compute_dtype
+            )
         return ops.conv2d(
             inputs,
             kernel,
@@ -210,9 +216,26 @@ class Conv2DTranspose(keras.layers.Conv2DTranspose):
             or self.data_format != "channels_last"
             or None in tuple(inputs.shape[1:3])
         )
-        formulation = "native" if plain else conv_weight_gradients.resolve(self.weight_gradient, self.compute_dtype)
-        if formulation == "native":
+        setting = "native" if plain else conv_weight_gradients.resolve(self.weight_gradient, self.compute_dtype)
+        if setting == "native":
             return super().call(inputs)
+        formulation = setting
+        if setting == "auto":
+            # The kernel gradient is a convolution's whose input is this layer's output gradient.
+            output_hw = [
+                formulations.transposed_output_size(
+                    inputs.shape[a], self.kernel.shape[a - 1], self.strides[a - 1], self.padding.upper()
+                )
+                for a in (1, 2)
+            ]
+            formulation = conv_weight_gradients.formulation(
+                setting,
+                (inputs.shape[0], *output_hw, self.filters),
+                self.kernel.shape,
+                self.strides,
+                self.padding,
+                self.compute_dtype,
+            )
         x = ops.conv2d_transpose(
             inputs, self.kernel, self.bias, self.strides, self.padding, weight_gradient=formulation
         )

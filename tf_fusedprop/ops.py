@@ -21,7 +21,7 @@ import threading
 
 import tensorflow as tf
 
-from tf_fusedprop import conv_weight_gradients
+from tf_fusedprop import weight_gradient_formulations as formulations
 
 __all__ = [
     "DeferredFactor",
@@ -203,7 +203,7 @@ def _own_gradient_conv2d(x, w, b, factor, strides, padding, weight_gradient):
             dx = tf.raw_ops.Conv2DBackpropInput(
                 input_sizes=tf.shape(x), filter=w, out_backprop=upstream, strides=strides4, padding=padding
             )
-            dw = conv_weight_gradients.weight_gradient(x, scaled, w.shape, strides, padding, weight_gradient)
+            dw = formulations.weight_gradient(x, scaled, w.shape, strides, padding, weight_gradient)
             return (dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=scaled)) if b else (dx, dw)
 
         return y, grad
@@ -247,14 +247,15 @@ def conv2d(inputs, kernel, bias, strides, padding, dilations=(1, 1), factor=None
       factor: None, or a `DeferredFactor` (or `[batch]` tensor): the kernel and bias gradients
         are then formed from the upstream gradient multiplied per sample by it (InvFusedProp);
         the input gradient stays the ordinary one.
-      weight_gradient: the kernel gradient's formulation (`conv_weight_gradients`): one of
-        its `WEIGHT_GRADIENTS`, or "auto" to time them when the backward pass is built.
-        Dilated convolutions always use TensorFlow's own.
+      weight_gradient: the kernel gradient's formulation, one of
+        `weight_gradient_formulations.WEIGHT_GRADIENTS` (layers pick it:
+        `conv_weight_gradients.formulation`). Dilated convolutions always use TensorFlow's own.
 
     Returns:
       `conv2d(inputs, kernel) + bias`.
     """
     padding = padding.upper()
+    formulations.check(weight_gradient)
     if tuple(dilations) != (1, 1):
         return _dilated_conv2d(inputs, kernel, bias, factor, tuple(strides), padding, tuple(dilations))
     return _own_gradient_conv2d(inputs, kernel, bias, factor, tuple(strides), padding, weight_gradient)
@@ -276,13 +277,13 @@ def conv2d_transpose(inputs, kernel, bias, strides, padding, weight_gradient="na
       `[N, Ho, Wo, O]`.
     """
     padding, strides = padding.upper(), tuple(strides)
+    formulations.check(weight_gradient)
     strides4 = [1, strides[0], strides[1], 1]
     kh, kw, filters, _ = kernel.shape
-
-    def output_length(size, k, s):
-        return size * s + (max(k - s, 0) if padding == "VALID" else 0)
-
-    out_hw = [output_length(inputs.shape[1], kh, strides[0]), output_length(inputs.shape[2], kw, strides[1])]
+    out_hw = [
+        formulations.transposed_output_size(inputs.shape[a], kernel.shape[a - 1], strides[a - 1], padding)
+        for a in (1, 2)
+    ]
 
     @tf.custom_gradient
     def _conv_transpose(x, w, *b):
@@ -292,7 +293,7 @@ def conv2d_transpose(inputs, kernel, bias, strides, padding, weight_gradient="na
 
         def grad(upstream):
             dx = tf.nn.conv2d(upstream, w, strides4, padding)
-            dw = conv_weight_gradients.weight_gradient(upstream, x, w.shape, strides, padding, weight_gradient)
+            dw = formulations.weight_gradient(upstream, x, w.shape, strides, padding, weight_gradient)
             return (dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=upstream)) if b else (dx, dw)
 
         return y, grad

@@ -21,7 +21,7 @@ import machine  # noqa: E402, F401  (first: oneDNN on, TF's log quiet, this chec
 import tensorflow as tf  # noqa: E402
 import weight_gradients  # noqa: E402
 
-from tf_fusedprop import conv_weight_gradients as cwg  # noqa: E402
+from tf_fusedprop import weight_gradient_formulations as formulations  # noqa: E402
 
 ONEDNN = "onednn op"
 DTYPES = ("float32", "bfloat16")
@@ -32,10 +32,14 @@ TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2}
 def layer_calls(op, label, x_shape, kernel_shape, strides, padding):
     """`{(formulation or ONEDNN, dtype): (tf.function, x, dy)}` of one weight gradient, traced
     and warmed up, after checking the op against `Conv2DBackpropFilter` (SystemExit if off)."""
-    out_hw = [cwg.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)]
+    out_hw = [formulations.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)]
     x32 = tf.random.stateless_normal(x_shape, seed=[1, 2])
     dy32 = tf.random.stateless_normal([x_shape[0]] + out_hw + [kernel_shape[-1]], seed=[3, 4])
-    pads = [p for a in (1, 2) for p in cwg.explicit_padding(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding)]
+    pads = [
+        p
+        for a in (1, 2)
+        for p in formulations.explicit_padding(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding)
+    ]
     calls = {}
     for dtype in DTYPES:
         x, dy = tf.cast(x32, dtype), tf.cast(dy32, dtype)
@@ -52,8 +56,10 @@ def layer_calls(op, label, x_shape, kernel_shape, strides, padding):
         error = float(tf.reduce_max(tf.abs(tf.cast(ours, tf.float32) - reference)) / tf.reduce_max(tf.abs(reference)))
         if error > TOLERANCE[dtype]:
             raise SystemExit(f"{label} {dtype}: the op is off by {error:.1e} of the largest entry")
-        for name in cwg.WEIGHT_GRADIENTS:
-            fn = tf.function(lambda a, b, name=name: cwg.weight_gradient(a, b, kernel_shape, strides, padding, name))
+        for name in formulations.WEIGHT_GRADIENTS:
+            fn = tf.function(
+                lambda a, b, name=name: formulations.weight_gradient(a, b, kernel_shape, strides, padding, name)
+            )
             fn(x, dy), fn(x, dy)
             calls[name, dtype] = (fn, x, dy)
         fn = tf.function(
@@ -73,7 +79,9 @@ def tf_passes(reps):
     for label, x_shape, kernel_shape, strides, padding in weight_gradients.weight_gradient_shapes("sngan_cnn", 64):
         if not label.startswith("D "):
             continue
-        out_hw = [cwg.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)]
+        out_hw = [
+            formulations.conv_output_size(x_shape[a], kernel_shape[a - 1], strides[a - 1], padding) for a in (1, 2)
+        ]
         for dtype in DTYPES:
             x = tf.cast(tf.random.stateless_normal(x_shape, seed=[1, 2]), dtype)
             w = tf.cast(tf.random.stateless_normal(kernel_shape, seed=[5, 6]), dtype)
@@ -111,7 +119,7 @@ def main():
     op = tf.load_op_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "weight_gradient_op.so"))
     tf.get_logger().setLevel("ERROR")
     print(machine.header())
-    names = list(cwg.WEIGHT_GRADIENTS) + [ONEDNN]
+    names = list(formulations.WEIGHT_GRADIENTS) + [ONEDNN]
     dtypes = DTYPES
     print("weight gradient, ms per call (median of interleaved rounds); last columns: the op / the fastest formulation")
     print(
@@ -121,7 +129,7 @@ def main():
     for label, x_shape, kernel_shape, strides, padding in weight_gradients.weight_gradient_shapes("sngan_cnn", 64):
         calls = layer_calls(op, label, x_shape, kernel_shape, strides, padding)
         ms = weight_gradients.median_milliseconds(calls, reps)
-        best = {d: min(ms[n, d] for n in cwg.WEIGHT_GRADIENTS) for d in dtypes}
+        best = {d: min(ms[n, d] for n in formulations.WEIGHT_GRADIENTS) for d in dtypes}
         for d in dtypes:
             for n in names:
                 totals[n, d] = totals.get((n, d), 0.0) + ms[n, d]

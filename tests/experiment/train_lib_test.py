@@ -47,6 +47,17 @@ class PixelFeatures:
         return np.asarray(images).reshape(len(images), -1)[:, :10]
 
 
+class EpochLogs(keras.callbacks.Callback):
+    """Records each epoch's log keys."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append((epoch, set(logs)))
+
+
 class TrainTest(tu.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -73,7 +84,8 @@ class TrainTest(tu.TestCase):
                 stack.enter_context(mock.patch.object(features, "InceptionFeatures", PixelFeatures))
                 stack.enter_context(tfds.testing.mock_data(num_examples=16))
                 config.inception_path = directory
-            summary, printed = quiet_train(config, os.path.join(directory, "run"))
+            seen = EpochLogs()
+            summary, printed = quiet_train(config, os.path.join(directory, "run"), extra_callbacks=[seen])
         run = os.path.join(directory, "run")
         self.assertEqual((summary["steps"], summary["d_steps"], summary["epochs"]), (2, 2, 2))
         self.assertEqual(sorted(os.listdir(os.path.join(run, "samples"))), ["epoch_0001.png", "epoch_0002.png"])
@@ -93,6 +105,8 @@ class TrainTest(tu.TestCase):
         self.assertEqual(
             [(h["epoch"], h["step"], h["finite"]) for h in summary["history"]], [(1, 1, True), (2, 2, True)]
         )
+        # A caller's callbacks run after the evaluation: its metrics are in their logs.
+        self.assertEqual([(epoch, metric_names <= keys) for epoch, keys in seen.epochs], [(0, True), (1, True)])
         self.assertEqual(summary["history"][-1]["metrics"], summary["metrics"])
         self.assertEqual(summary["history"][-1]["train_seconds"], summary["train_seconds"])
         self.assertEqual(summary["final_metric"]["value"], summary["metrics"][summary["final_metric"]["name"]])

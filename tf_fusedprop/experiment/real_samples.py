@@ -376,7 +376,8 @@ def mnist5k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=Fal
 MNIST1K_PER_CLASS = 100
 
 
-def _mnist1k_rows():
+def mnist1k_indices():
+    """The rows of `mnist5k_array` that make `mnist1k_array`, ascending (the first 100 of each class)."""
     labels = mnist5k_labels()
     return np.sort(np.concatenate([np.flatnonzero(labels == c)[:MNIST1K_PER_CLASS] for c in range(10)]))
 
@@ -384,12 +385,12 @@ def _mnist1k_rows():
 def mnist1k_array(image_size=MNIST5K_SIZE):
     """The first 100 digits of each class of MNIST-5k, in file order (1,000; scaled and sized as
     `mnist5k_array`): a set small enough that D memorises it within a short run."""
-    return mnist5k_array(image_size)[_mnist1k_rows()]
+    return mnist5k_array(image_size)[mnist1k_indices()]
 
 
 def mnist1k_labels():
     """The class (0-9) of each image of `mnist1k_array`, an int32 array `[1000]`."""
-    return mnist5k_labels()[_mnist1k_rows()]
+    return mnist5k_labels()[mnist1k_indices()]
 
 
 def mnist1k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False):

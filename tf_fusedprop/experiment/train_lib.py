@@ -91,7 +91,7 @@ from tf_fusedprop.gan import FusedPropGAN
 __all__ = ["build_gan", "train"]
 
 
-def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, overridden=None):
+def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, overridden=None, extra_callbacks=()):
     """Trains a GAN as `config` says, in `workdir`; resumes the run found there.
 
     Under a multi-worker `strategy` every worker calls this with the same `workdir`; only the
@@ -107,6 +107,8 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
       overridden: the config keys the user set (train.py: those on the command line); a
         `steps_per_execution` not among them is fitted to the epoch length
         (`config.fit_steps_per_execution`, with a note). None: every key counts as set.
+      extra_callbacks: more Keras callbacks for `fit`, run after the run's own (an evaluation's
+        metrics are in their epoch logs) and before its checkpoint.
 
     Returns:
       The summary, also written to `workdir/summary.json` (its fields: the module docstring).
@@ -177,7 +179,18 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         _announce(config, strategy, precision, run, out, gan, checkpoint.metadata(), notes)
         several = distribution.facts(strategy)["workers"] > 1
         together = distribution.StopTogether(strategy, signals) if several else None
-        _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together, (config.d_lr, config.g_lr))
+        _fit(
+            gan,
+            calls,
+            epochs,
+            steps_per_epoch,
+            hooks,
+            out,
+            verbose,
+            together,
+            (config.d_lr, config.g_lr),
+            extra_callbacks,
+        )
         try:
             return _write_results(
                 config, gan, out, evaluator, hooks, initial_epoch, start, precision, distribution.facts(strategy)
@@ -287,13 +300,14 @@ class _StopAfterThisEpoch(keras.callbacks.Callback):
         self.model.stop_training = True
 
 
-def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None, learning_rates=None):
+def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None, learning_rates=None, extra=()):
     """`gan.fit` over `calls`, `(initial_epoch, length, dataset)` of `_segments`, in the run's
     `epochs` of `steps_per_epoch` (a call of another length trains the rest of a broken epoch). A
     divergence stops it (`divergence.TrainingDivergedError`), and so does a signal
     (`interrupt.TrainingInterrupted`, after a checkpoint at the step reached); under several
     workers (`together`, a `distribution.StopTogether`) signals wait for the workers to agree
-    after a call. A divergence names `learning_rates`, the config's (d_lr, g_lr)."""
+    after a call. A divergence names `learning_rates`, the config's (d_lr, g_lr). `extra`
+    callbacks run just before the checkpoint."""
     checkpoint = hooks.all[-1]
     try:
         with together.signals.deferred() if together else contextlib.nullcontext():
@@ -305,7 +319,9 @@ def _fit(gan, calls, epochs, steps_per_epoch, hooks, out, verbose, together=None
                     initial_epoch=initial_epoch,
                     callbacks=[divergence.DivergenceMonitor(checkpoint, out, learning_rates)]
                     + ([together] if together else [])
-                    + hooks.all
+                    + hooks.all[:-1]
+                    + list(extra)
+                    + [checkpoint]
                     + ([_StopAfterThisEpoch()] if length != steps_per_epoch else []),
                     verbose=verbose,
                     shuffle=False,

@@ -1,0 +1,140 @@
+"""Which signal says D is memorising its data: candidates logged beside FID, with held-out digits.
+
+    python benchmarks/overfitting_signals.py --out=benchmarks/results/overfitting_signals \\
+        [--name=none] [--augment=] [--updates=4000] [--seed=0] [--form=fused] [--dataset=mnist1k]
+
+`configs/mnist.py`'s network and optimizers (SNGAN's CNN at 32 px, nonsaturating loss, EMA
+0.995) on MNIST-1k (1,000 digits: the first 100 of each class of MNIST-5k) with the other 4,000
+digits of MNIST-5k held out, trained by `train_lib.train` as `train.py` trains (pure `--form`, no
+periodic mix, `--augment` on D's inputs, FID against all 5,000 digits every 250 updates). After
+every evaluation D (training=False) scores 1,000 training digits, 1,000 held-out digits and 1,000
+samples of the training G, and one line goes to `OUT/NAME.jsonl` and the terminal:
+
+* `r_t`: E[sign D(train)], StyleGAN2-ADA's training-set heuristic (what `p="auto"` follows);
+* `r_v`: (E D(train) - E D(held)) / (E D(train) - E D(fake)), ADA's validation heuristic;
+* `auc_train_held`: P(D(train) > D(held)), 0.5 when D tells seen digits from unseen ones no
+  better than chance: memorisation itself;
+* `auc_real_fake`: P(D(train) > D(fake)), how well D tells G's samples apart;
+* the means of D's logits on each set, the epoch's `d_loss`, and `fid`, `kid`.
+
+The question (issue 61): which of them turns when FID turns up (D memorising), early enough for a
+controller, and which stays put where augmentation holds memorisation back.
+"""
+
+import argparse
+import json
+import os
+
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+
+# isort: split
+import keras
+import numpy as np
+
+from configs import mnist
+from tf_fusedprop.experiment import real_samples, train_lib
+
+#: Images of each set D scores at every evaluation.
+SCORED = 1000
+
+
+def _auc(higher, lower):
+    """P(a draw of `higher` > a draw of `lower`), ties counted half (the Mann-Whitney statistic)."""
+    difference = np.asarray(higher)[:, None] - np.asarray(lower)[None, :]
+    return float(np.mean(difference > 0) + 0.5 * np.mean(difference == 0))
+
+
+def signals(train_logits, held_logits, fake_logits):
+    """The candidate signals (module docstring) from D's logits on the three sets."""
+    mean_train, mean_held, mean_fake = (float(np.mean(x)) for x in (train_logits, held_logits, fake_logits))
+    return {
+        "r_t": float(np.mean(np.sign(train_logits))),
+        "r_v": (mean_train - mean_held) / (mean_train - mean_fake) if mean_train != mean_fake else float("nan"),
+        "auc_train_held": _auc(train_logits, held_logits),
+        "auc_real_fake": _auc(train_logits, fake_logits),
+        "logit_train": mean_train,
+        "logit_held": mean_held,
+        "logit_fake": mean_fake,
+    }
+
+
+class SignalLog(keras.callbacks.Callback):
+    """After each evaluation (an epoch whose logs hold `fid`), D's candidate signals to `path`."""
+
+    def __init__(self, train_images, held_images, latent_dim, path, seed=0):
+        super().__init__()
+        self.train_images, self.held_images, self.path = train_images, held_images, path
+        self.latents = np.random.default_rng(seed).standard_normal((len(train_images), latent_dim)).astype("float32")
+
+    def _logits(self, images):
+        return np.concatenate(
+            [
+                np.asarray(self.model.discriminator(images[i : i + 250], training=False), np.float32).reshape(-1)
+                for i in range(0, len(images), 250)
+            ]
+        )
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not logs or "fid" not in logs:
+            return
+        # G as D meets it in training (BatchNorm on the batch), its moving statistics put back.
+        generator = self.model.generator
+        kept = [v.numpy() for v in generator.non_trainable_variables]
+        fakes = np.concatenate(
+            [
+                np.asarray(generator(self.latents[i : i + 64], training=True), np.float32)
+                for i in range(0, len(self.latents), 64)
+            ]
+        )
+        for variable, value in zip(generator.non_trainable_variables, kept):
+            variable.assign(value)
+        line = {
+            "step": int(self.model.g_optimizer.iterations.numpy()),
+            **signals(self._logits(self.train_images), self._logits(self.held_images), self._logits(fakes)),
+            **{key: float(logs[key]) for key in ("d_loss", "fid", "kid", "real_sign", "augment_p") if key in logs},
+        }
+        with open(self.path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        print("signals " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in line.items()))
+
+
+def main(argv=None):
+    """Trains one run and logs its signals (module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--name", default="none")
+    parser.add_argument("--augment", default="")
+    parser.add_argument("--updates", type=int, default=4000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--form", default="fused")
+    parser.add_argument("--dataset", default="mnist1k", choices=("mnist1k",))
+    args = parser.parse_args(argv)
+    config = mnist.get_config(args.form)
+    config.dataset = args.dataset
+    config.augment = args.augment
+    config.alternate_every = 0
+    config.steps = args.updates
+    config.seed = args.seed
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{args.name}_seed{args.seed}.jsonl")
+    workdir = os.path.join(args.out, "runs", f"{args.name}_seed{args.seed}")
+    if not os.path.exists(workdir) and os.path.exists(path):
+        os.remove(path)  # a new run; a resumed one appends its later evaluations
+    everything = real_samples.mnist5k_array(config.image_size)
+    seen = real_samples.mnist1k_indices()
+    held = np.setdiff1d(np.arange(len(everything)), seen)
+    rng = np.random.default_rng(0)
+    log = SignalLog(
+        everything[seen][:SCORED], everything[rng.permutation(held)[:SCORED]], config.latent_dim, path, args.seed
+    )
+    train_lib.train(
+        config,
+        workdir=workdir,
+        verbose=2,
+        overridden=(),
+        extra_callbacks=[log],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""benchmarks/overfitting_signals.py: the candidate signals from D's logits on three sets of images."""
+
+import os
+import sys
+
+import numpy as np
+
+from tests import testing_utils as tu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import overfitting_signals  # noqa: E402
+
+
+class SignalsTest(tu.TestCase):
+    def test_each_signal_from_known_logits(self):
+        train = np.array([3.0, 1.0, -1.0, 2.0])
+        held = np.array([1.0, 0.0, -2.0, 2.0])
+        fake = np.array([-3.0, -1.0, -2.0, 0.0])
+        signals = overfitting_signals.signals(train, held, fake)
+        self.assertEqual(signals["r_t"], 0.5)  # signs +, +, -, +
+        self.assertAlmostEqual(signals["r_v"], (1.25 - 0.25) / (1.25 + 1.5))
+        # Pairs (train, held) with train above: 3>all 4, 1>0,-2 (and ties 1=1 half), -1>-2, 2>1,0,-2 (tie 2=2 half).
+        self.assertAlmostEqual(signals["auc_train_held"], (4 + 2.5 + 1 + 3.5) / 16)
+        self.assertAlmostEqual(signals["auc_real_fake"], (4 + 4 + 2.5 + 4) / 16)
+        self.assertEqual((signals["logit_train"], signals["logit_held"], signals["logit_fake"]), (1.25, 0.25, -1.5))
+
+    def test_a_d_that_cannot_tell_the_sets_apart_is_at_chance(self):
+        logits = np.random.default_rng(0).standard_normal(4000)
+        signals = overfitting_signals.signals(logits[:2000], logits[2000:], logits[2000:])
+        self.assertLess(abs(signals["auc_train_held"] - 0.5), 0.03)
+        self.assertLess(abs(signals["auc_real_fake"] - 0.5), 0.03)

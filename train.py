@@ -96,22 +96,6 @@ def _config_files():
     return sorted(f for f in os.listdir(CONFIGS) if f.endswith(".py") and f not in ("__init__.py", "base.py"))
 
 
-def _resolve_config_paths(argv):
-    """Finds a relative `--config=PATH` under this repository when it is not under the cwd."""
-    resolved = list(argv)
-    for i, arg in enumerate(resolved):
-        if arg.startswith("--config="):
-            path, sep, variant = arg[len("--config=") :].partition(":")
-            if (
-                path
-                and not os.path.isabs(path)
-                and not os.path.exists(path)
-                and os.path.exists(os.path.join(REPO, path))
-            ):
-                resolved[i] = f"--config={os.path.join(REPO, path)}{sep}{variant}"
-    return resolved
-
-
 def _define_flags(argv):
     flag_values = flags.FlagValues()
     config = config_flags.DEFINE_config_file(
@@ -166,16 +150,142 @@ def _define_flags(argv):
     return flag_values, config
 
 
-def _base_config(argv):
-    """The config named by argv without its overrides, or None if it does not load."""
-    bare = [argv[0]] + [a for a in argv[1:] if not a.startswith(("--config.", "--noconfig."))]
-    try:
-        flag_values, config = _define_flags(bare)
-        flag_values(bare)
-        config.value.keys()
-        return config.value
-    except Exception:  # The caller reports the original error.
-        return None
+class CommandLine:
+    """The command line, read in one place, once.
+
+    `CommandLine(argv)` splits `argv` (the program first) into what the rest reads: the config
+    file and variant of `--config=PATH[:VARIANT]` (a relative PATH found under this repository
+    when it is not under the working directory), the config keys set (`--config.<key>=<value>`,
+    `--config.<key> <value>`), and those set to None. `read()` then parses it with absl, once:
+    `flag_values` and `config`, or `problem`, one line saying what is wrong.
+
+    Attributes:
+      typed: `argv` as typed (the commands that resume or rerun a run repeat it).
+      argv: `argv` with the config file's path resolved.
+      config_path: the config file as typed (None: the default, configs/digits.py); and
+        `config_variant`, the text after its ':' (None without one).
+      overridden: the config keys set on the command line, dotted (`generator.width`).
+      flag_values, config, problem: what `read` found.
+    """
+
+    def __init__(self, argv):
+        self.typed, self.argv = list(argv), list(argv)
+        self.config_path = self.config_variant = None
+        self._config_file = DEFAULT_CONFIG  # the `--config=` value as absl reads it
+        self._overrides = []  # (index in argv, the argument, key, value typed after "=")
+        self.flag_values = self.config = self.problem = None
+        for i, arg in enumerate(argv[1:], 1):
+            if arg.startswith("--config="):
+                path, sep, variant = arg[len("--config=") :].partition(":")
+                self.config_path, self.config_variant = path, variant if sep else None
+                if path and not os.path.isabs(path) and not os.path.exists(path):
+                    if os.path.exists(os.path.join(REPO, path)):
+                        self.argv[i] = f"--config={os.path.join(REPO, path)}{sep}{variant}"
+                self._config_file = self.argv[i][len("--config=") :]
+            elif arg.startswith(("--config.", "--noconfig.")):
+                key, _, value = arg.split(".", 1)[1].partition("=")
+                self._overrides.append((i, arg, key, value))
+        self.overridden = {key for _, _, key, _ in self._overrides}
+        self._nones = [(i, key, value) for i, _, key, value in self._overrides if value.lower() in ("none", "null")]
+
+    def read(self):
+        """Parses the command line (see the class docstring); returns self."""
+        # absl reads None as text (a path named "None") or refuses it for a number: those keys
+        # are set once the config is read. `none` and `null` (any case) mean None too, but for a
+        # text field, where they may be the value itself (`--config.background=none`).
+        nones = {i for i, _, _ in self._nones}
+        argv = [arg for i, arg in enumerate(self.argv) if i not in nones]
+        try:
+            flag_values, config_flag = _define_flags(argv)
+            flag_values(argv)
+            config = config_flag.value
+            config.keys()
+        except (flags.Error, AttributeError, KeyError, OSError, ValueError, TypeError) as err:
+            self.problem = self._describe(err)
+            return self
+        for _, key, value in self._nones:
+            found, current = _lookup(config, key)
+            if not found:
+                self.problem = (
+                    f"unknown config key {key!r} (received --config.{key}={value}); valid keys here: "
+                    f"{', '.join(current)}."
+                )
+                return self
+            *parents, last = key.split(".")
+            node = config
+            for parent in parents:
+                node = node[parent]
+            # A field that may not be None is refused by the config's validation, in one line.
+            node[last] = value if value != "None" and isinstance(current, str) else None
+        self.flag_values, self.config = flag_values, config
+        return self
+
+    def file_config(self):
+        """The config that the config file (and variant) gives, without the command line's
+        overrides (a divergence caps its suggested rates at the file's), or None if it does not load."""
+        try:
+            parser = _define_flags(self.argv[:1])[0]["config"].parser  # loads nothing
+            return parser.parse(self._config_file)
+        except Exception:  # The caller reports the original error.
+            return None
+
+    def _describe(self, err):
+        """One line saying what was wrong with the command line and what to do."""
+        path = self._config_file.partition(":")[0]
+        missing = self.config_path and not os.path.exists(path)
+        if missing:
+            where = os.path.relpath(CONFIGS)
+            return (
+                f"config file {self.config_path} does not exist; use --config=configs/<name>.py with one of: "
+                f"{', '.join(_config_files())} (in {CONFIGS if where.startswith('..') else where})."
+            )
+        if "before a value for --config was specified" in str(err):
+            return (
+                f"{_one_line(err)}: put --config=FILE before the --config.<key>=<value> overrides, e.g. "
+                f"python train.py --config=configs/ring8.py --config.steps=1000."
+            )
+        config = self.file_config()
+        if config is not None:
+            for _, arg, key, _ in self._overrides:
+                found, value = _lookup(config, key)
+                if not found:
+                    return f"unknown config key {key!r} (received {arg}); valid keys here: {', '.join(value)}."
+            if isinstance(err, flags.IllegalFlagValueError):
+                for _, arg, key, value in self._overrides:
+                    if arg in str(err) or f"--config.{key}=" in str(err):
+                        expected = type(_lookup(config, key)[1]).__name__
+                        if expected == "bool":
+                            return f"config.{key} must be True or False (true/false, 1/0 too); received {value!r}."
+                        return f"bad value for config.{key}: {_one_line(err)}; expected a value of type {expected}."
+        if isinstance(err, OSError):
+            return (
+                f"cannot load the config file ({_one_line(err)}); use --config=configs/<name>.py with one of: "
+                f"{', '.join(_config_files())}."
+            )
+        if isinstance(err, flags.UnrecognizedFlagError):
+            return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy, --cpu_devices, --mode, --num and --class (see --help)."
+        if self.config_variant is not None and "get_config() takes 0 positional arguments" in str(err):
+            path = os.path.relpath(path) if os.path.isabs(path) else path
+            return (
+                f"config file {path} has no variants (received --config={path}:{self.config_variant}); use "
+                f"--config={path}. The config files: {', '.join(_config_files())}."
+            )
+        message = str(err)
+        if "Traceback (most recent call last)" in message:  # An error raised inside get_config.
+            message = f"cannot load the config: {message.strip().splitlines()[-1]}"
+        return _one_line(message)
+
+    def rerun(self, workdir):
+        """The command that resumes the run in `workdir`: the command as typed with `--workdir=WORKDIR`."""
+        kept, skip = [], False
+        for arg in self.typed[1:]:
+            if skip:
+                skip = False
+            elif arg == "--workdir":
+                skip = True
+            elif not arg.startswith("--workdir="):
+                kept.append(arg)
+        return shlex.join(["python", self.typed[0], *kept, f"--workdir={workdir}"])
 
 
 def _lookup(config, path):
@@ -188,122 +298,12 @@ def _lookup(config, path):
     return True, node
 
 
-def _describe_flag_error(err, argv):
-    """One line saying what was wrong with the command line and what to do."""
-    missing = _missing_config_file(argv)
-    if missing is not None:
-        where = os.path.relpath(CONFIGS)
-        return (
-            f"config file {missing} does not exist; use --config=configs/<name>.py with one of: "
-            f"{', '.join(_config_files())} (in {CONFIGS if where.startswith('..') else where})."
-        )
-    if "before a value for --config was specified" in str(err):
-        return (
-            f"{_one_line(err)}: put --config=FILE before the --config.<key>=<value> overrides, e.g. "
-            f"python train.py --config=configs/ring8.py --config.steps=1000."
-        )
-    config = _base_config(argv)
-    overrides = [a for a in argv[1:] if a.startswith("--config.")]
-    if config is not None:
-        for arg in overrides:
-            key = arg[len("--config.") :].split("=", 1)[0]
-            found, value = _lookup(config, key)
-            if not found:
-                return f"unknown config key {key!r} (received {arg}); valid keys here: {', '.join(value)}."
-        if isinstance(err, flags.IllegalFlagValueError):
-            for arg in overrides:
-                key, _, value = arg[len("--config.") :].partition("=")
-                if arg in str(err) or f"--config.{key}=" in str(err):
-                    expected = type(_lookup(config, key)[1]).__name__
-                    if expected == "bool":
-                        return f"config.{key} must be True or False (true/false, 1/0 too); received {value!r}."
-                    return f"bad value for config.{key}: {_one_line(err)}; expected a value of type {expected}."
-    if isinstance(err, OSError):
-        return (
-            f"cannot load the config file ({_one_line(err)}); use --config=configs/<name>.py with one of: "
-            f"{', '.join(_config_files())}."
-        )
-    if isinstance(err, flags.UnrecognizedFlagError):
-        return f"{_one_line(err)}; the flags are --config=FILE, --config.<key>=<value>, --workdir=DIR, --strategy, --cpu_devices, --mode, --num and --class (see --help)."
-    variant = _config_variant(argv)
-    if variant is not None and "get_config() takes 0 positional arguments" in str(err):
-        path, name = variant
-        return (
-            f"config file {path} has no variants (received --config={path}:{name}); use --config={path}. "
-            f"The config files: {', '.join(_config_files())}."
-        )
-    message = str(err)
-    if "Traceback (most recent call last)" in message:  # An error raised inside get_config.
-        message = f"cannot load the config: {message.strip().splitlines()[-1]}"
-    return _one_line(message)
-
-
-def _missing_config_file(argv):
-    """The path of a `--config=PATH[:VARIANT]` argument naming no file, as typed (`_resolve_config_paths`
-    leaves such a path alone), or None."""
-    for arg in argv[1:]:
-        if arg.startswith("--config="):
-            path = arg[len("--config=") :].partition(":")[0]
-            if path and not os.path.exists(path):
-                return path
-    return None
-
-
 def read_command_line(argv):
     """`(flag values, config, None)` that `argv` says (`--config=FILE[:variant]`, its
     `--config.<key>=<value>` overrides, `None` typed as None), or `(None, None, one line)` saying
-    what is wrong with it."""
-    parsed_argv, none_keys = _split_nones(argv)
-    try:
-        flag_values, config_flag = _define_flags(parsed_argv)
-        flag_values(parsed_argv)
-        config = config_flag.value
-        config.keys()
-    except (flags.Error, AttributeError, KeyError, OSError, ValueError, TypeError) as err:
-        return None, None, _describe_flag_error(err, parsed_argv)
-    for key in none_keys:
-        found, value = _lookup(config, key)
-        if not found:
-            valid = ", ".join(value)
-            return None, None, f"unknown config key {key!r} (received --config.{key}=None); valid keys here: {valid}."
-        *parents, last = key.split(".")
-        node = config
-        for parent in parents:
-            node = node[parent]
-        node[last] = None  # a field that may not be None is refused by the config's validation, in one line
-    return flag_values, config, None
-
-
-def _split_nones(argv):
-    """`(argv without the --config.<key>=None overrides, their keys)`: absl's parser reads None
-    as text (a path named "None") or refuses it for a number, so `run` sets these keys to None
-    once the config is read. `none` and `null` (any case) mean None too, but for a text field,
-    where they may be the value itself (`--config.background=none`)."""
-    kept, keys, config = [], [], None
-    for arg in argv:
-        key, _, value = arg[len("--config.") :].partition("=")
-        if arg.startswith("--config.") and value.lower() in ("none", "null"):
-            if value != "None" and config is None:
-                config = _base_config(argv) or {}
-            if value == "None" or not isinstance(_lookup(config, key)[1], str):
-                keys.append(key)
-                continue
-        kept.append(arg)
-    return kept, keys
-
-
-def _overridden_keys(argv):
-    """The config keys set on the command line (`--config.<key>=<value>`, dotted)."""
-    return {arg[len("--config.") :].split("=", 1)[0] for arg in argv[1:] if arg.startswith("--config.")}
-
-
-def _config_variant(argv):
-    """`(path, variant)` of a `--config=PATH:VARIANT` argument, or None."""
-    for arg in argv[1:]:
-        if arg.startswith("--config="):
-            path, sep, variant = arg[len("--config=") :].partition(":")
-            return (os.path.relpath(path) if os.path.isabs(path) else path, variant) if sep else None
-    return None
+    what is wrong with it (`CommandLine`)."""
+    line = CommandLine(argv).read()
+    return line.flag_values, line.config, line.problem
 
 
 def _error(message):
@@ -311,16 +311,16 @@ def _error(message):
     return EXIT_BAD_INPUT
 
 
-def _diverged(err, typed_argv, argv):
+def _diverged(err, line):
     """The divergence's line with the command to resume (or restart) with smaller rates."""
     from tf_fusedprop.experiment import divergence
 
     if sys.stdout.isatty():
         print(flush=True)  # End the progress bar's line.
-    base = _base_config(argv)
+    base = line.file_config()
     caps = None if base is None else (base.d_lr, base.g_lr)
     rates = divergence.suggested_learning_rates(err.learning_rates, caps)
-    command = divergence.resume_command(err.workdir, rates, typed_argv[1:], program=typed_argv[0])
+    command = divergence.resume_command(err.workdir, rates, line.typed[1:], program=line.typed[0])
     print(f"error: {_one_line(err.describe(command))}", file=sys.stderr, flush=True)
     return EXIT_DIVERGED
 
@@ -346,19 +346,6 @@ def _use_run(flag_values):
 def _source(run):
     generator = "the EMA generator" if run.weights == "ema" else "the generator"
     return f"{generator} at epoch {run.checkpoint['epoch']}, step {run.checkpoint['steps']}"
-
-
-def _rerun_command(workdir, typed_argv):
-    """The command that resumes the run in `workdir`: the command line with `--workdir=WORKDIR`."""
-    kept, skip = [], False
-    for arg in typed_argv[1:]:
-        if skip:
-            skip = False
-        elif arg == "--workdir":
-            skip = True
-        elif not arg.startswith("--workdir="):
-            kept.append(arg)
-    return shlex.join(["python", typed_argv[0], *kept, f"--workdir={workdir}"])
 
 
 class _Terminated(KeyboardInterrupt):
@@ -395,7 +382,6 @@ def run(argv):
 
 
 def _run(argv):
-    typed_argv, argv = argv, _resolve_config_paths(argv)
     if any(arg in ("-h", "--help", "--helpfull", "-?") for arg in argv[1:]):
         print(__doc__)
         print(f"Config files ({CONFIGS}): {', '.join(_config_files())}")
@@ -404,9 +390,10 @@ def _run(argv):
     # does not, but a user's own config may import tf_fusedprop).
     for key, value in TENSORFLOW_ENVIRONMENT.items():
         os.environ.setdefault(key, value)
-    flag_values, config, problem = read_command_line(argv)
-    if problem is not None:
-        return _error(problem)
+    line = CommandLine(argv).read()
+    if line.problem is not None:
+        return _error(line.problem)
+    flag_values, config = line.flag_values, line.config
 
     logging.set_verbosity(logging.ERROR)  # TFDS's warnings repeat what our errors say.
     # Importing tf_fusedprop loads TensorFlow with its native start-up lines hidden (_startup).
@@ -428,7 +415,7 @@ def _run(argv):
             workdir=flag_values.workdir,
             verbose=1 if sys.stdout.isatty() else 2,
             strategy=strategy,
-            overridden=_overridden_keys(argv),
+            overridden=line.overridden,
         )
     except (ConfigError, DatasetUnavailableError, InceptionModuleUnavailableError) as err:
         return _error(err)
@@ -437,9 +424,9 @@ def _run(argv):
             f"{err}; free space there (or make it writable) and rerun the same command: it resumes from the last checkpoint"
         )
     except divergence.TrainingDivergedError as err:
-        return _diverged(err, typed_argv, argv)
+        return _diverged(err, line)
     except TrainingInterrupted as err:
-        return _interrupted_status(err.describe(_rerun_command(err.workdir, typed_argv)), err)
+        return _interrupted_status(err.describe(line.rerun(err.workdir)), err)
     return 0
 
 

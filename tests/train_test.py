@@ -363,10 +363,10 @@ class CommandLineTest(tu.TestCase):
     def test_sigterm_while_the_config_is_read_is_one_line_and_exit_143(self):
         script = (
             "import os, signal, sys, time, train\n"
-            "def read_command_line(argv):\n"
+            "def read(self):\n"
             "    os.kill(os.getpid(), signal.SIGTERM)\n"
             "    time.sleep(30)\n"
-            "train.read_command_line = read_command_line\n"
+            "train.CommandLine.read = read\n"
             "sys.exit(train.run(['train.py']))\n"
         )
         result = subprocess.run(

@@ -39,7 +39,7 @@ def get_base_config():
     | num_classes | None, or the dataset's classes for a class-conditional GAN |
     | ema.decay, ema.start, ema.rampup | `tf_fusedprop.EMA(decay, start, rampup)`: decay None (off) or e.g. 0.999; G updates before it starts; None, or the fraction of the updates so far that bounds its half-life (e.g. 0.05) |
     | augment | `tf_fusedprop.DiffAugment` policies, e.g. "translation,cutout,color"; "" for none |
-    | adaptive_augment.target, .interval, .ramp_images | `DiffAugment(augment, p="auto", target, interval, ramp_images)`: target None (every operation on every sample) or the E[sign(D(real))] to hold (ADA: 0.6), the probability adapting from 0; G updates between adjustments; real samples over which it can go from 0 to 1 |
+    | adaptive_augment.target, .interval, .ramp_images, .held_out | `DiffAugment(augment, p="auto", target, interval, ramp_images, held_out)`: target None (every operation on every sample) or the signal to hold, the probability adapting from 0; G updates between adjustments; real samples over which it can go from 0 to 1; held_out 0 to follow ADA's E[sign(D(real))] (target 0.6), or the number of real images D never trains on, to follow P(D(real) > D(held-out)), D's memory of its data (datasets that have such images: mnist1k) |
     | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
     | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
     | lookahead.every, lookahead.alpha, lookahead.forms | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step; the forms it applies to (comma-separated names, or the rules `all_forms` and `simultaneous_forms`) |
@@ -83,7 +83,7 @@ def get_base_config():
     )
     config.augment = ""
     config.adaptive_augment = config_dict.ConfigDict(
-        {"target": config_dict.placeholder(float), "interval": 4, "ramp_images": 500_000}
+        {"target": config_dict.placeholder(float), "interval": 4, "ramp_images": 500_000, "held_out": 0}
     )
     config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})

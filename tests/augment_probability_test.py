@@ -33,11 +33,44 @@ class ControllerTest(tu.TestCase):
             controller.observe(8.0, 8.0, step=step)
         self.assertEqual(float(p.numpy()), 1.0)  # nor above 1
 
+    def test_with_held_out_images_p_follows_how_d_orders_real_and_held_out_samples(self):
+        discriminator = _pixel_sum_discriminator()
+        held_out = -np.ones((3,) + tu.IMAGE, "float32")
+        controller = AdaptiveProbability(target=0.6, interval=2, ramp_images=100, held_out=held_out)
+        p, _, seen, images = controller.attach(tu.IMAGE)
+        self.assertAllEqual(images, held_out)
+        above = np.ones((4,) + tu.IMAGE, "float32")  # every real sample above every held-out one
+        self.assertEqual(float(controller.observe(0.0, 4.0, 1, discriminator, above)), 0.0)  # not due
+        self.assertEqual(float(seen.numpy()), 4.0)
+        # Due: 12 of 12 pairs ordered, 1 > 0.6: up by the 8 samples of the interval (the signs,
+        # here 0, are not what it follows).
+        self.assertEqual(float(controller.observe(0.0, 4.0, 2, discriminator, above)), 1.0)
+        self.assertAllClose(p.numpy(), 0.08)
+        # The same samples as the held-out ones: every pair a tie, 0.5 < 0.6, down.
+        controller.observe(0.0, 4.0, 3, discriminator, held_out[:2])
+        self.assertEqual(float(controller.observe(0.0, 4.0, 4, discriminator, held_out[:2])), 0.5)
+        self.assertAllClose(p.numpy(), 0.0)
+
+    def test_held_out_images_are_checked_in_one_line(self):
+        with self.assertRaisesRegex(ValueError, r"^DiffAugment's held_out must be None, a positive number"):
+            fp.DiffAugment("translation", p="auto", held_out=0)
+        with self.assertRaisesRegex(ValueError, r"^DiffAugment's held_out is the signal of an adaptive p"):
+            fp.DiffAugment("translation", held_out=4)
+        with self.assertRaisesRegex(ValueError, r"^DiffAugment's held_out images must be samples as D takes them"):
+            _gan(fp.DiffAugment("translation", p="auto", held_out=np.zeros((2, 3, 3, 1), "float32")))
+
     def test_one_controller_per_model(self):
         controller = AdaptiveProbability()
         controller.attach()
         with self.assertRaisesRegex(ValueError, "already belongs to a model; pass a new DiffAugment"):
             controller.attach()
+
+
+def _pixel_sum_discriminator():
+    """D(x) = the sum of x's pixels: fixed (SGD(0) keeps it), so the signs and orders are known."""
+    return keras.Sequential(
+        [keras.Input(tu.IMAGE), keras.layers.Flatten(), fp_layers.Dense(1, kernel_initializer="ones")]
+    )
 
 
 def _gan(augment, g_lr=1e-2, batch_norm=True, **arguments):
@@ -99,19 +132,46 @@ class TrainingTest(tu.TestCase):
         for a, b in zip(resumed.variables, straight.variables, strict=True):
             self.assertAllEqual(a, b)
 
-    def test_replicas_hold_the_p_of_the_global_batch(self):
-        def counted_discriminator():  # logit = sum of pixels: the sign of the sample, fixed (rate 0)
-            return keras.Sequential(
-                [keras.Input(tu.IMAGE), keras.layers.Flatten(), fp_layers.Dense(1, kernel_initializer="ones")]
-            )
+    def test_held_out_images_steer_p_through_fit_and_are_saved_with_the_model(self):
+        rng = np.random.default_rng(2)
+        held_out = rng.uniform(-1, 0, (6,) + tu.IMAGE).astype("float32")
 
-        def run(x):
+        def build():
+            gan = fp.FusedPropGAN(
+                tu.tiny_generator(batch_norm=False),
+                _pixel_sum_discriminator(),
+                seed=1,
+                augment=fp.DiffAugment("cutout", p="auto", interval=2, ramp_images=160, held_out=held_out),
+            )
+            gan.compile(d_optimizer=keras.optimizers.SGD(0.0), g_optimizer=keras.optimizers.SGD(0.0))
+            return gan
+
+        above = rng.uniform(0, 1, (32,) + tu.IMAGE).astype("float32")  # D orders every pair
+        gan = build()
+        history = _fit(gan, above, 2).history
+        # 4 batches of 8 an epoch: adjustments after updates 2 and 4, each up by 16 / 160.
+        self.assertAllClose(history["augment_p"], [0.2, 0.4])
+        self.assertEqual(history["real_above_held_out"], [1.0, 1.0])
+        path = os.path.join(self.get_temp_dir(), "gan.keras")
+        gan.save(path)
+        resumed = keras.models.load_model(path)
+        self.assertEqual(resumed.augment.adaptive.held_out, 6)
+        self.assertAllEqual(resumed.augment_state[3], held_out)
+        self.assertAllClose(float(resumed.augment.p), 0.4)
+        # Real samples drawn as the held-out ones: D orders about half of the pairs, below 0.6.
+        alike = build()
+        history = _fit(alike, rng.uniform(-1, 0, (32,) + tu.IMAGE).astype("float32"), 1).history
+        self.assertLess(abs(history["real_above_held_out"][0] - 0.5), 0.1)
+        self.assertEqual(history["augment_p"], [0.0])
+
+    def test_replicas_hold_the_p_of_the_global_batch(self):
+        def run(x, held_out=None):
             with tu.two_cpu_strategy().scope():
                 gan = fp.FusedPropGAN(
                     tu.tiny_generator(batch_norm=False),
-                    counted_discriminator(),
+                    _pixel_sum_discriminator(),
                     seed=1,
-                    augment=fp.DiffAugment("", p="auto", interval=1, ramp_images=100),
+                    augment=fp.DiffAugment("", p="auto", interval=1, ramp_images=100, held_out=held_out),
                 )
                 gan.compile(d_optimizer=keras.optimizers.SGD(0.0), g_optimizer=keras.optimizers.SGD(0.0))
             _fit(gan, x, 1)
@@ -124,3 +184,8 @@ class TrainingTest(tu.TestCase):
         self.assertAllClose(run(np.concatenate([positive, positive])), [0.08, 0.08])
         # One replica's half positive, the other's negative: the rate of the whole batch is 0.
         self.assertEqual(run(np.concatenate([positive, negative])), [0.0, 0.0])
+        # Held out at 0: one replica's reals all above (1 > 0.6), the other's all below; the
+        # order of the whole batch's pairs is 0.5, so p stays at 0.
+        zero = np.zeros((2,) + tu.IMAGE, "float32")
+        self.assertEqual(run(np.concatenate([positive, negative]), zero), [0.0, 0.0])
+        self.assertAllClose(run(np.concatenate([positive, positive]), zero), [0.08, 0.08])

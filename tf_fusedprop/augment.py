@@ -15,7 +15,8 @@ Policies (comma-separated, applied in this order):
 Each operation is applied to every sample (`p=1`, the default: DiffAugment as published), to
 each sample with a fixed probability `p`, or with a probability that adapts to D (`p="auto"`,
 ADA's mechanism: `tf_fusedprop.augment_probability`): 0 at first, raised while D grows
-confident on the real samples, lowered when it is not. Whether an operation applies to a sample
+confident on the real samples (or, given `held_out` images, while D scores the real samples it
+trains on above those it never saw), lowered when it is not. Whether an operation applies to a sample
 is drawn per sample and operation, so D stays a per-sample function of its input.
 
 Randomness is stateless: the same `[2]` seed (and `p`) gives the same transformation, which
@@ -100,6 +101,10 @@ class DiffAugment:
       target: with `p="auto"`, the `E[sign(D(real))]` to hold (ADA: 0.6).
       interval: with `p="auto"`, G updates between adjustments.
       ramp_images: with `p="auto"`, the real samples over which p can go from 0 to 1.
+      held_out: with `p="auto"`, None to follow ADA's `E[sign(D(real))]`, or real images D
+        never trains on (an array of samples, or their number when they come with saved
+        weights): p then follows `P(D(real) > D(held_out))`, D's memory of its real samples
+        (`target` that share, e.g. 0.6).
 
     Raises:
       ValueError: an unknown name, or a value out of range.
@@ -108,7 +113,9 @@ class DiffAugment:
     #: It draws a seed every step (from a stream of its own in `FusedPropGAN`).
     seeded = True
 
-    def __init__(self, policy="color,translation,cutout", p=1.0, target=0.6, interval=4, ramp_images=500_000):
+    def __init__(
+        self, policy="color,translation,cutout", p=1.0, target=0.6, interval=4, ramp_images=500_000, held_out=None
+    ):
         if not isinstance(policy, str):
             raise ValueError(f"DiffAugment takes a comma-separated policy string. Received: policy={policy!r}")
         names = [name.strip() for name in policy.split(",") if name.strip()]
@@ -118,9 +125,13 @@ class DiffAugment:
                 f"Unknown DiffAugment policy {unknown}. Received: policy={policy!r}; valid: {', '.join(POLICIES)}."
             )
         self.policy = ",".join(name for name in POLICIES if name in names)
-        self.adaptive = AdaptiveProbability(target, interval, ramp_images) if p == "auto" else None
+        self.adaptive = AdaptiveProbability(target, interval, ramp_images, held_out) if p == "auto" else None
         if self.adaptive is None and (isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1):
             raise ValueError(f'DiffAugment\'s p must be a number in [0, 1] or "auto". Received: p={p!r}')
+        if self.adaptive is None and held_out is not None:
+            raise ValueError(
+                f'DiffAugment\'s held_out is the signal of an adaptive p: pass p="auto". Received: p={p!r}'
+            )
         self._fixed_p = None if self.adaptive is not None else float(p)
 
     @property
@@ -129,10 +140,11 @@ class DiffAugment:
         value (a float32 scalar tensor)."""
         return self._fixed_p if self.adaptive is None else self.adaptive.p
 
-    def attach(self):
+    def attach(self, sample_shape=None):
         """The state variables of an adaptive probability, created (see
-        `AdaptiveProbability.attach`); [] for a fixed one. `FusedPropGAN` calls it."""
-        return [] if self.adaptive is None else self.adaptive.attach()
+        `AdaptiveProbability.attach`: `sample_shape` is D's sample's); [] for a fixed one.
+        `FusedPropGAN` calls it."""
+        return [] if self.adaptive is None else self.adaptive.attach(sample_shape)
 
     def __call__(self, images, seed):
         """Transforms NHWC `images` with per-sample parameters drawn from the `[2]` int `seed`.

@@ -137,7 +137,9 @@ class FusedPropGAN(keras.Model):
 
     Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`;
     with an adaptive augmentation (`DiffAugment(..., p="auto")`) also `real_sign` (the epoch's
-    mean of sign(D(real)), the signal it follows) and `augment_p` (its probability now).
+    mean of sign(D(real)), ADA's signal), with `held_out` images `real_above_held_out` (the mean
+    of `P(D(real) > D(held_out))` over the epoch's adjustments, the signal it then follows), and
+    `augment_p` (its probability now).
     """
 
     def __init__(
@@ -179,7 +181,12 @@ class FusedPropGAN(keras.Model):
         self.seed_generators = [stream.generator for stream in self._streams.values()]
         self.ema_generator = None if ema is None else ema.attach(generator, self.sampler.example_inputs(1))
         # Tracked, so that an adaptive augmentation's probability is saved and restored.
-        self.augment_state = [] if augment is None else self.augment.attach()
+        self.augment_state = [] if augment is None else self.augment.attach(self.sample_shape)
+        if self.num_classes is not None and self._held_out:
+            raise ValueError(
+                "DiffAugment's held_out signal scores unconditional samples; a conditional FusedPropGAN "
+                "(num_classes) adapts p with held_out=None."
+            )
         divergence = DivergenceRecord()
         self.first_nonfinite = divergence.variable
         # Tracked, so that the slow weights are saved and restored with the model.
@@ -205,9 +212,15 @@ class FusedPropGAN(keras.Model):
         self.updater.compile(self.schedule, {D: self.d_optimizer, G: self.g_optimizer})
 
     @property
+    def _held_out(self):
+        """Whether an adaptive augmentation follows D's order of real and held-out samples."""
+        return bool(self.augment_state) and self.augment.adaptive.held_out is not None
+
+    @property
     def _adaptive_logs(self):
-        """("real_sign",) when the augmentation adapts (the signal it follows), else ()."""
-        return ("real_sign",) if self.augment_state else ()
+        """The signals an adaptive augmentation logs: `real_sign`, and with held-out images
+        `real_above_held_out` (at each adjustment); () without one."""
+        return (("real_sign",) + (("real_above_held_out",) if self._held_out else ())) if self.augment_state else ()
 
     @property
     def metrics(self):
@@ -253,8 +266,14 @@ class FusedPropGAN(keras.Model):
         self.updater.finish_step()
         if self.augment_state and real_signs:
             seen = tf.cast(tf.shape(real)[0], tf.float32)
-            self.augment.adaptive.observe(tf.add_n(real_signs) * seen, len(real_signs) * seen, self.updater.step)
+            step = self.updater.step
+            measured = self.augment.adaptive.observe(
+                tf.add_n(real_signs) * seen, len(real_signs) * seen, step, self.discriminator, real
+            )
             logs["real_sign"] = tf.add_n(real_signs) / len(real_signs)
+            if measured is not None:  # counted in the epoch's mean only where it was measured
+                due = tf.cast(tf.equal(tf.cast(step, tf.int64) % self.augment.adaptive.interval, 0), tf.float32)
+                self._trackers["real_above_held_out"].update_state(measured, sample_weight=due)
         for name, value in logs.items():
             self._trackers[name].update_state(value)
         results = {m.name: m.result() for m in self.metrics}

@@ -97,6 +97,13 @@ class ValidateTest(tu.TestCase):
         ),
         (
             "digits",
+            "adaptive_augment.held_out",
+            16,
+            r"invalid config.adaptive_augment: adaptive_augment.held_out needs real images that D never trains on, "
+            r"and dataset 'digits' holds none back \(mnist1k does\); received held_out=16, set it to 0$",
+        ),
+        (
+            "digits",
             "adaptive_augment.interval",
             0,
             r"invalid config.adaptive_augment: DiffAugment's interval must be a positive integer. Received: interval=0$",
@@ -189,6 +196,8 @@ class GanArgumentsTest(tu.TestCase):
             fp_config.gan_arguments(config)["augment"].get_config(),
             {"policy": "color", "p": "auto", "target": 0.5, "interval": 4, "ramp_images": 1000},
         )
+        config.dataset, config.adaptive_augment.held_out = "mnist1k", 64
+        self.assertEqual(fp_config.gan_arguments(config)["augment"].get_config()["held_out"], 64)
 
     def test_lookahead_applies_to_the_forms_it_lists(self):
         config = tu.tiny_config("ring8")
@@ -285,10 +294,15 @@ class WarmupTest(tu.TestCase):
                 "alternate_every": 0,
                 "warmup_g_lr_scale": 1.0,
                 "checkpoint_minutes": 10,
-                "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000},  # a new sub-dict whole
+                "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},  # whole
             },
         )
+        # A recorded adaptive augmentation from before held-out images existed followed ADA's signal.
+
         self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was
+        # A recorded adaptive augmentation from before held-out images existed followed ADA's signal.
+        adaptive = {"adaptive_augment": {"target": 0.6, "interval": 4, "ramp_images": 1000}}
+        self.assertEqual(fp_config.with_added_fields(adaptive)["adaptive_augment"]["held_out"], 0)
         self.assertEqual(fp_config.with_added_fields({"warmup": 500})["warmup"], 500)
         self.assertEqual(fp_config.json_values(tu.tiny_config("ring8"))["ema"]["rampup"], None)
         self.assertEqual(set(fp_config.ADDED_FIELDS) - set(tu.tiny_config("ring8")), set())

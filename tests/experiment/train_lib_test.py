@@ -15,7 +15,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, conv_weight_gradients
-from tf_fusedprop.experiment import callbacks, features, train_lib, training_plan
+from tf_fusedprop.experiment import callbacks, features, real_samples, train_lib, training_plan
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, validate
 from tf_fusedprop.experiment.interrupt import TrainingInterrupted
@@ -147,6 +147,23 @@ class TrainTest(tu.TestCase):
         gan = train_lib.build_gan(config)
         self.assertIsInstance(gan.d_optimizer, keras.optimizers.LossScaleOptimizer)
         self.assertIsInstance(gan.g_optimizer, keras.optimizers.LossScaleOptimizer)
+
+    def test_an_adaptive_augmentation_with_held_out_digits_compares_with_those_training_never_reads(self):
+        config = tu.tiny_config("mnist1k64", cache_dir=self.cache_dir)
+        config.update(image_size=16, eval_samples=0, augment="translation")
+        config.adaptive_augment.update(target=0.6, interval=1, held_out=8)
+
+        class HeldOut(keras.callbacks.Callback):
+            def on_train_end(self, logs=None):
+                self.images = self.model.augment.adaptive.variables[3].numpy()
+
+        seen = HeldOut()
+        summary, _ = quiet_train(config, self.get_temp_dir(), extra_callbacks=[seen])
+        self.assertEqual(summary["steps"], 2)
+        expected = real_samples.mnist1k_held_out(8, 16)
+        self.assertAllEqual(seen.images, expected)
+        training = real_samples.mnist1k_array(16).reshape(1000, -1)
+        self.assertFalse(any((training == image.reshape(1, -1)).all(axis=1).any() for image in expected))
 
     def test_mixed_bfloat16_keeps_its_weight_gradient_choices_in_the_workdir(self):
         config = tu.tiny_config("digits", cache_dir=self.cache_dir)

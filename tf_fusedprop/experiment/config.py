@@ -206,7 +206,7 @@ ADDED_FIELDS = {
     "warmup_g_lr_scale": 1.0,
     "ema": {"rampup": None},
     "checkpoint_minutes": 10,  # how often a run saves, not what it trains
-    "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000},
+    "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},
 }
 #: The same for the fields a dataset adds, by dataset: a run of your images recorded before
 #: compositing existed trained on the colour stored beneath transparent pixels.
@@ -348,6 +348,12 @@ def _augment(config):
     either way, so that a bad interval or ramp is refused before it is switched on."""
     settings = dict(config.adaptive_augment)
     adaptive = settings["target"] is not None
+    settings["held_out"] = settings["held_out"] or None  # 0: ADA's signal
+    if settings["held_out"] is not None and datasets.get(config.dataset).held_out is None:
+        raise ValueError(
+            f"adaptive_augment.held_out needs real images that D never trains on, and dataset {config.dataset!r} "
+            f"holds none back (mnist1k does); received held_out={settings['held_out']!r}, set it to 0"
+        )
     built = DiffAugment(config.augment, p="auto", **{**settings, **({} if adaptive else {"target": 0.6})})
     if not config.augment:
         if adaptive:

@@ -73,6 +73,9 @@ class DatasetSpec:
         images, decoded); None: nothing (data that `real_samples` holds in memory).
       class_names: `data -> [name, ...] or None`, the classes of data that the config names
         (a user's class subfolders); None: `classes` numbered from 0.
+      held_out: `(data, n) -> images`, n real samples that training never reads (what an
+        adaptive augmentation's `held_out` signal compares D's real samples with); None: it
+        has none.
     """
 
     name: str
@@ -86,6 +89,7 @@ class DatasetSpec:
     eval_samples: int = 1000
     read: Callable = None
     class_names: Callable = None
+    held_out: Callable = None
 
 
 def _evaluation_latents(config):
@@ -158,9 +162,10 @@ def _digits_evaluator(source, label):
     return evaluator
 
 
-def _digit_set(name, label, pipeline, eval_samples, scored_on=None):
+def _digit_set(name, label, pipeline, eval_samples, scored_on=None, held_out=None):
     """The `DatasetSpec` of a labelled digit set held in memory (`real_samples.LABELLED_DIGITS`),
-    scored under the classifier of the set itself, or of the set `scored_on` `(name, label)`."""
+    scored under the classifier of the set itself, or of the set `scored_on` `(name, label)`;
+    `held_out(n, image_size)` gives digits it never trains on, if any."""
     return DatasetSpec(
         name=name,
         fields=("image_size",),
@@ -173,13 +178,21 @@ def _digit_set(name, label, pipeline, eval_samples, scored_on=None):
         render=_image_grid,
         classes=10,
         eval_samples=eval_samples,
+        held_out=None if held_out is None else lambda data, n: held_out(n, data.config.image_size),
     )
 
 
 DIGITS = _digit_set("digits", "digits", real_samples.digits, eval_samples=1797)  # as many as the real digits
 MNIST5K = _digit_set("mnist5k", "MNIST-5k", real_samples.mnist5k, eval_samples=5000)
 # D memorises 1,000 digits soon; G is scored against all 5,000 (issue 61's small-folder question).
-MNIST1K = _digit_set("mnist1k", "MNIST-1k", real_samples.mnist1k, eval_samples=5000, scored_on=("mnist5k", "MNIST-5k"))
+MNIST1K = _digit_set(
+    "mnist1k",
+    "MNIST-1k",
+    real_samples.mnist1k,
+    eval_samples=5000,
+    scored_on=("mnist5k", "MNIST-5k"),
+    held_out=real_samples.mnist1k_held_out,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -508,6 +521,10 @@ class OpenedDataset:
     def pipeline(self, seed):
         """The `tf.data.Dataset` of training batches, shuffled by `seed`."""
         return self.spec.pipeline(self, seed)
+
+    def held_out(self, n):
+        """`n` real samples that training never reads (`DatasetSpec.held_out`), float32 in [-1, 1]."""
+        return self.spec.held_out(self, n)
 
     def evaluation(self, enabled=True):
         """`make(cache_dir) -> (evaluator or None, message or None)` (see `DatasetSpec`); what bad

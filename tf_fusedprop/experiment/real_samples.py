@@ -388,6 +388,19 @@ def mnist1k_array(image_size=MNIST5K_SIZE):
     return mnist5k_array(image_size)[mnist1k_indices()]
 
 
+def mnist1k_held_out(n, image_size=MNIST5K_SIZE):
+    """`n` digits of MNIST-5k that MNIST-1k leaves out (4,000; in a fixed shuffled order, so
+    every class shows), scaled and sized as `mnist5k_array`: samples D trained on MNIST-1k never sees.
+
+    Raises:
+      ValueError: n is not in [1, 4000].
+    """
+    rest = np.setdiff1d(np.arange(5000), mnist1k_indices())
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= len(rest):
+        raise ValueError(f"MNIST-1k holds back {len(rest)} digits of MNIST-5k; received n={n!r}.")
+    return mnist5k_array(image_size)[np.random.default_rng(0).permutation(rest)[:n]]
+
+
 def mnist1k_labels():
     """The class (0-9) of each image of `mnist1k_array`, an int32 array `[1000]`."""
     return mnist5k_labels()[mnist1k_indices()]

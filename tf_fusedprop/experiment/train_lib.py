@@ -233,6 +233,8 @@ def _build(config, data, strategy, checkpoint):
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
         gan = build_gan(config, precision, data.network_inputs)
+    if gan.augment is not None and gan.augment.adaptive is not None and gan.augment.adaptive.held_out:
+        gan.augment.adaptive.hold_out(data.held_out(gan.augment.adaptive.held_out))
     initial_epoch = checkpoint.restore(gan)
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
     gan.d_optimizer.learning_rate = config.d_lr

@@ -53,9 +53,9 @@ retraining: rerun with a larger `--override=steps=N` and the same `--out`, and e
 trains on from its last checkpoint (`lengthened`; `train.py`'s longer schedule). `--reference=DIR`
 reports another grid's runs of the same tasks and seeds beside this one's, cut at its schedule.
 
-The code: `benchmarks/time_to_quality/` (`tasks`: one record per task; `plan`: runs and
-configs; `runs`: train one and record it; `report`: thresholds, tables; `figure`; `results`:
-the three files); this file is its command line.
+The code: `benchmarks/time_to_quality/`, a library (its docstring lists its modules: `grid`
+owns a grid's plan, its resume policy and its files); this file is its command line: the flags
+and their one-line errors, the signals, and the progress it prints.
 
 Stabilizers (`--stabilizers`, `--define_stabilizer`): named changes of the shipped config
 (`STABILIZERS`), each a row per form, alternating included; the ratio "vs alternating" is
@@ -90,39 +90,11 @@ import tf_fusedprop  # noqa: E402, F401  (first: it loads TensorFlow without its
 # isort: split
 from absl import flags, logging  # noqa: E402
 
-from benchmarks.time_to_quality.figure import _curve, figure  # noqa: E402, F401
-from benchmarks.time_to_quality.plan import (  # noqa: E402, F401
-    STABILIZERS,
-    Run,
-    _comparable,
-    define_stabilizer,
-    distinct,
-    estimate,
-    lengthened,
-    make_config,
-    newer_record,
-    plan,
-)
-from benchmarks.time_to_quality.report import (  # noqa: E402, F401
-    _median_or_none,
-    best_evaluation,
-    last_fifth_change,
-    levels,
-    machine_of,
-    markdown,
-    mean_curve_reaches,
-    parse_seconds_per_update,
-    reference_records,
-    seconds_model,
-    summarize,
-    thresholds,
-    time_to_threshold,
-)
-from benchmarks.time_to_quality.results import write_results  # noqa: E402
-from benchmarks.time_to_quality.runs import environment, record, train_run, warm_up  # noqa: E402, F401
-from benchmarks.time_to_quality.tasks import DEFAULT_TASKS, FORMS, HINGE_FORMS, TASKS  # noqa: E402, F401
-from tf_fusedprop.experiment import files, interrupt  # noqa: E402
-from tf_fusedprop.experiment.config import ConfigError, json_values  # noqa: E402
+from benchmarks.time_to_quality.grid import Grid  # noqa: E402
+from benchmarks.time_to_quality.plan import STABILIZERS, define_stabilizer  # noqa: E402
+from benchmarks.time_to_quality.tasks import DEFAULT_TASKS, FORMS, TASKS  # noqa: E402
+from tf_fusedprop.experiment import interrupt  # noqa: E402
+from tf_fusedprop.experiment.config import ConfigError  # noqa: E402
 
 
 def _define_flags():
@@ -193,6 +165,7 @@ class Progress:
         self.start, self.spent, self.estimated = time.perf_counter(), 0.0, 0.0
 
     def update(self, index, wall, text):
+        """Prints the line of the `index`-th run to train, finished in `wall` seconds: `text`."""
         self.spent += wall
         self.estimated += self.estimates[index]
         left = sum(self.estimates[index + 1 :]) * self.spent / max(self.estimated, 1e-9)
@@ -250,81 +223,46 @@ def _run(argv):
         return 2
     logging.set_verbosity(logging.ERROR)
     out = values.out or os.path.join("runs", "quality_quick" if values.quick else "quality")
-    os.makedirs(out, exist_ok=True)
-    results_path = os.path.join(out, "results.json")
-    stored = files.read_json(results_path) if os.path.exists(results_path) else {"runs": []}
-    records = {r["id"]: r for r in stored["runs"]}
-    env = environment()
     seeds = {t: values.seeds or (TASKS[t].quick_seeds if values.quick else TASKS[t].seeds) for t in values.tasks}
-    grid = (
-        f"{'quick grid' if values.quick else 'grid'}: tasks {', '.join(values.tasks)}; seeds "
-        + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
-        + (f"; overrides {', '.join(values.override)}" if values.override else "")
-    )
     try:
         stabilizers = {**STABILIZERS, **dict(map(define_stabilizer, values.define_stabilizer))}
+        seconds_per_update = parse_seconds_per_update(values.seconds_per_update)
+        grid = Grid(out, _description(values, seeds, stabilizers), seconds_per_update, values.reference)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    try:
-        # The flag's values win over those kept in results.json (from an earlier invocation).
-        seconds_per_update = {
-            **stored.get("seconds_per_update", {}),
-            **parse_seconds_per_update(values.seconds_per_update),
-        }
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    references = list(dict.fromkeys([*stored.get("references", []), *values.reference]))
-    for directory in references:
-        if not os.path.exists(os.path.join(directory, "results.json")):
-            print(f"error: --reference={directory} holds no results.json.", file=sys.stderr)
-            return 2
-    if values.stabilizers != ["defaults"]:
-        grid += "; stabilizers " + ", ".join(
-            f"{name} ({', '.join(f'{k}={v}' for k, v in stabilizers.get(name, {}).items()) or 'the shipped config'})"
-            for name in values.stabilizers
-        )
     if values.report_only:
-        write_results(
-            out,
-            list(records.values()),
-            stored.get("environment", env),
-            stored.get("grid", grid),
-            seconds_per_update=seconds_per_update,
-            references=references,
-        )
-        print(f"Rewrote {out}/results.md and quality.png from {len(records)} runs.")
+        grid.report()
+        print(f"Rewrote {out}/results.md and quality.png from {len(grid.records)} runs.")
         return 0
 
     try:
-        runs = [
-            (r, make_config(r, values.quick, values.override, os.path.join(out, "cache"), stabilizers))
-            for r in plan(values.tasks, values.forms, seeds, values.losses, values.stabilizers)
-        ]
+        left_out = grid.plan(
+            values.tasks,
+            values.forms,
+            seeds,
+            values.losses,
+            stabilizers=values.stabilizers,
+            quick=values.quick,
+            overrides=values.override,
+            definitions=stabilizers,
+        )
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    runs, duplicates = distinct(runs)
-    if duplicates:
-        print(f"{len(duplicates)} runs left out: the same config as another row's ({', '.join(duplicates[:4])}...)")
-    todo, trained = [], {}
-    for r, config in runs:
-        old = records.get(r.id)
-        if old is None or old["status"] not in ("done", "diverged"):  # never run, or failed: (re)run
-            todo.append((r, config))
-        elif old["status"] == "done" and lengthened(r.task, old["config"], json_values(config)):
-            print(f"{r.id}: trained on from {old['config']['steps']} to {config.steps} G updates", flush=True)
-            todo.append((r, config))
-            trained[r.id] = old["config"]["steps"]
-        elif _comparable(old["config"]) != _comparable(json_values(config)):
-            print(
-                f"error: {results_path} holds run {r.id} with another config; pass another --out "
-                "(or delete it to rerun).",
-                file=sys.stderr,
-            )
-            return 2
-    estimates = [estimate(r, c, trained.get(r.id, 0)) for r, c in todo]
+    if left_out:
+        print(f"{len(left_out)} runs left out: the same config as another row's ({', '.join(left_out[:4])}...)")
+    try:
+        grid.resume()
+        refused = None
+    except ConfigError as err:
+        refused = err
+    for run_id, (trained, steps) in grid.lengthenings.items():
+        print(f"{run_id}: trained on from {trained} to {steps} G updates", flush=True)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
+    estimates, env = grid.estimates(), grid.environment
     print(
         f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
         f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "
@@ -332,59 +270,67 @@ def _run(argv):
         flush=True,
     )
     print(
-        f"{grid}; {len(runs)} runs, {len(runs) - len(todo)} done in {out}, {len(todo)} to run "
+        f"{grid.description}; {len(grid.runs)} runs, {grid.done} done in {out}, {len(grid.todo)} to run "
         f"(~{_clock(sum(estimates))} estimated here)",
         flush=True,
     )
     if values.dry_run:
         return 0
-    if todo:
-        warm_up(todo, os.path.join(out, "warm_up"))
-    progress = Progress(estimates, len(runs) - len(todo))
+    grid.warm_up()
+    progress = Progress(estimates, grid.done)
     try:
-        _train(todo, records, out, env, grid, seconds_per_update, references, progress)
+        for index, rec, kept in grid.train():
+            if not kept:
+                print(f"{rec['id']}: not trained on ({rec['error']}); its record kept", flush=True)
+            progress.update(index, rec["wall_seconds"], f"{rec['id']}: {_describe(rec)}")
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (train_lib keeps the run's checkpoint)
-        finished = sum(rec["status"] in ("done", "diverged") for rec in records.values())
-        resumes = any(TASKS[r.task].relative for r, _ in todo)  # an image GAN's run resumes, others restart
+        resumes = any(TASKS[r.task].relative for r, _ in grid.todo)  # an image GAN's run resumes, others restart
         print(
-            f"quality: {getattr(err, 'what', 'interrupted')}; {finished} finished runs are in {results_path}; "
+            f"quality: {getattr(err, 'what', 'interrupted')}; {grid.finished()} finished runs are in {grid.path}; "
             f"rerun the same command to go on{' (an unfinished run resumes from its checkpoint)' if resumes else ''}.",
             file=sys.stderr,
             flush=True,
         )
         return 128 + getattr(err, "signum", signal.SIGINT)
-    write_results(
-        out,
-        list(records.values()),
-        env if todo else stored.get("environment", env),
-        grid,
-        seconds_per_update=seconds_per_update,
-        references=references,
-    )
-    print(f"Wrote {results_path}, results.md and quality.png.\n")
+    grid.write()
+    print(f"Wrote {grid.path}, results.md and quality.png.\n")
     with open(os.path.join(out, "results.md")) as f:
         print(f.read())
     return 0
 
 
-def _train(todo, records, out, env, grid, seconds_per_update, references, progress):
-    """Trains the runs of `todo` one after another, `results.json` rewritten after each."""
-    for index, (r, config) in enumerate(todo):
-        rec = train_run(r, config, os.path.join(out, "runs", r.id))
-        rec["machine"] = machine_of(env)
-        records[r.id] = newer_record(records.get(r.id), rec)
-        if records[r.id] is not rec:
-            print(f"{r.id}: not trained on ({rec['error']}); its record kept", flush=True)
-        write_results(
-            out,
-            list(records.values()),
-            env,
-            grid,
-            plot=False,
-            seconds_per_update=seconds_per_update,
-            references=references,
+def _description(values, seeds, stabilizers):
+    """The grid's line in results.json and results.md: tasks, seeds, overrides, stabilizers."""
+    text = (
+        f"{'quick grid' if values.quick else 'grid'}: tasks {', '.join(values.tasks)}; seeds "
+        + ", ".join(f"{t} {seeds[t]}" for t in values.tasks)
+        + (f"; overrides {', '.join(values.override)}" if values.override else "")
+    )
+    if values.stabilizers != ["defaults"]:
+        text += "; stabilizers " + ", ".join(
+            f"{name} ({', '.join(f'{k}={v}' for k, v in stabilizers.get(name, {}).items()) or 'the shipped config'})"
+            for name in values.stabilizers
         )
-        progress.update(index, rec["wall_seconds"], f"{r.id}: {_describe(rec)}")
+    return text
+
+
+def parse_seconds_per_update(items):
+    """`{form or task/form: seconds}` of `--seconds_per_update` items `FORM=S` or `TASK/FORM=S`.
+
+    Raises:
+      ConfigError: another shape, or seconds that are not a positive number.
+    """
+    parsed = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+        if not sep or not key or seconds is None or not seconds > 0:
+            raise ConfigError(f"--seconds_per_update takes FORM=S or TASK/FORM=S with S > 0; received {item!r}.")
+        parsed[key] = seconds
+    return parsed
 
 
 if __name__ == "__main__":

@@ -5,20 +5,20 @@ import statistics
 
 import numpy as np
 
-from benchmarks.time_to_quality.report import _groups, _threshold_value, seconds_model, thresholds
-from benchmarks.time_to_quality.runs import _finite_number
+from benchmarks.time_to_quality.report import groups, seconds_model, threshold_value, thresholds
 from benchmarks.time_to_quality.tasks import COLORS, TASKS
+from benchmarks.time_to_quality.values import finite_number
 from tf_fusedprop.experiment import files
 
 
-def _curve(runs, metric, scale, seconds_at=None):
+def curve(runs, metric, scale, seconds_at=None):
     """Per evaluation step: median training seconds (with `seconds_at`, the modelled ones:
     `seconds_model`'s), and mean and std of `metric` over the runs finite there."""
     steps = sorted({e["step"] for r in runs for e in r["history"]})
     rows = []
     for step in steps:
         entries = [e for r in runs for e in r["history"] if e["step"] == step]
-        values = [scale * e["metrics"][metric] for e in entries if _finite_number(e["metrics"].get(metric))]
+        values = [scale * e["metrics"][metric] for e in entries if finite_number(e["metrics"].get(metric))]
         seconds = [e["train_seconds"] for e in entries if e["train_seconds"] is not None]
         if values and seconds:
             elapsed = statistics.median(seconds) if seconds_at is None else seconds_at(step)
@@ -46,15 +46,15 @@ def figure(records, path, seconds_per_update=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups, limits = _groups(records), thresholds(records)
-    fig, axes = plt.subplots(2, len(groups), figsize=(max(4.3 * len(groups), 6.0), 7.4), squeeze=False)
-    for column, ((task, loss), forms) in enumerate(groups.items()):
+    grouped, limits = groups(records), thresholds(records)
+    fig, axes = plt.subplots(2, len(grouped), figsize=(max(4.3 * len(grouped), 6.0), 7.4), squeeze=False)
+    for column, ((task, loss), forms) in enumerate(grouped.items()):
         metric, ylabel, scale, line, (low, high), log = TASKS[task].plot
         stabilizers = list(dict.fromkeys(r.get("stabilizer", "defaults") for runs in forms.values() for r in runs))
         models = {form: seconds_model(task, runs, seconds_per_update) for form, runs in forms.items()}
         modelled = None not in models.values()
         for form, runs in forms.items():
-            steps, seconds, mean, std = _curve(runs, metric, scale, models[form] if modelled else None)
+            steps, seconds, mean, std = curve(runs, metric, scale, models[form] if modelled else None)
             diverged = sum(r["diverged"] for r in runs)
             base, stabilizer = runs[0]["form"], runs[0].get("stabilizer", "defaults")
             style, marker = line_style(stabilizers.index(stabilizer))
@@ -84,7 +84,7 @@ def figure(records, path, seconds_per_update=None):
         for row in range(2):
             ax = axes[row, column]
             if line is None:  # a relative threshold: known once alternating's runs finished
-                line = _threshold_value(TASKS[task], forms)
+                line = threshold_value(TASKS[task], forms)
             if line is not None:
                 ax.axhline(line, color="grey", linestyle=":", linewidth=1)
             if log:

@@ -1,6 +1,6 @@
 """Which runs a grid makes and with which configs: the stabilizers (named changes of a shipped
-config), a `Run` per (task, loss, form, stabilizer, seed), its validated config, which runs are
-the same, and which finished runs a longer schedule trains on."""
+config), a `Run` per (task, loss, form, stabilizer, seed), its validated config, which configs
+train the same (`comparable`, `distinct`), and the estimated seconds of a run."""
 
 import ast
 import dataclasses
@@ -8,7 +8,6 @@ import math
 
 from benchmarks.time_to_quality.tasks import FORMS, HINGE_FORMS, HINGE_TASK, TASKS
 from tf_fusedprop.experiment import training_plan
-from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
     as_it_trains,
@@ -78,6 +77,8 @@ STABILIZERS = {
 
 @dataclasses.dataclass(frozen=True)
 class Run:
+    """One run of a grid: a task's config trained with this loss, form, stabilizer and seed."""
+
     task: str
     loss: str
     form: str
@@ -86,6 +87,7 @@ class Run:
 
     @property
     def id(self):
+        """The run's name in results.json and its workdir's: task-loss-row-s<seed>."""
         return f"{self.task}-{self.loss}-{self.row}-s{self.seed}"
 
     @property
@@ -167,7 +169,7 @@ def distinct(runs):
     changes nothing for that form, e.g. one restricted to other forms) is the same run: left out."""
     seen, kept, left_out = set(), [], []
     for run, config in runs:
-        key = repr(sorted(_comparable(json_values(config)).items()))
+        key = repr(sorted(comparable(json_values(config)).items()))
         if key in seen:
             left_out.append(run.id)
         else:
@@ -176,7 +178,7 @@ def distinct(runs):
     return kept, left_out
 
 
-def _comparable(config_values):
+def comparable(config_values):
     """A config as JSON values, less what does not change training: where the cache is, how
     many steps one call runs (`steps_per_execution`: the periodic mixes set it to 1), the forms
     Lookahead applies to (kept as whether it applies to this run's form), and a warm start of
@@ -188,24 +190,6 @@ def _comparable(config_values):
     }
     values.update(training_plan.plan(values).fields)  # alternating ignores them; the scale, without a warm start
     return as_it_trains(values)
-
-
-def lengthened(task, old_values, new_values):
-    """Whether a finished run of `old_values` is trained on to `new_values`: the same config but
-    for a longer schedule, on a task whose runs resume from their checkpoints (the image GANs:
-    `train.py` trains a finished run on to a longer `steps`)."""
-    old_steps, new_steps = old_values["steps"], new_values["steps"]
-    if TASKS[task].relative is None or new_steps <= old_steps:
-        return False
-    if fp_workdir.schedule_change_refused(old_steps, new_steps, new_values["steps_per_epoch"], finished=True):
-        return False
-    return _comparable({**old_values, "steps": new_steps}) == _comparable(new_values)
-
-
-def newer_record(old, new):
-    """The record to keep of a run trained again: `new`, unless it failed where `old` had
-    finished (a lengthening that failed: the finished run stays)."""
-    return old if new["status"] == "error" and old is not None and old["status"] == "done" else new
 
 
 def estimate(run, config, trained_steps=0):

@@ -1,29 +1,25 @@
-"""What a grid's records say: thresholds and the time to them, the rows of the table (measured
-and modelled time), results.md, and the results files (with the rows of reference grids)."""
+"""What a grid's records say: the groups of the table, thresholds and the time to them, the
+rows of the table (measured and modelled time), and results.md's text."""
 
 import collections
 import math
-import os
 import statistics
 
-from benchmarks.time_to_quality.runs import _finite_number
 from benchmarks.time_to_quality.tasks import FORMS, HINGE_TASK, TASKS
-from tf_fusedprop.experiment import files, training_plan
-from tf_fusedprop.experiment.config import (
-    ConfigError,
-    with_added_fields,
-)
+from benchmarks.time_to_quality.values import finite_number
+from tf_fusedprop.experiment import training_plan
+from tf_fusedprop.experiment.config import with_added_fields
 
 
 def _row(record):
     return record.get("row", record["form"])
 
 
-def _groups(records):
+def groups(records):
     """`{(task, loss): {row: [records]}}` in the table's order: forms in FORMS' order, each with
     its stabilizers in the order they first appear (a row is a form and its stabilizer)."""
     order = [(t, "nonsaturating") for t in TASKS] + [(HINGE_TASK, "hinge")]
-    groups = {}
+    grouped = {}
     for task, loss in order + sorted({(r["task"], r["loss"]) for r in records} - set(order)):
         matching = [r for r in records if (r["task"], r["loss"]) == (task, loss)]
         first = {}
@@ -31,8 +27,8 @@ def _groups(records):
             first.setdefault(_row(r), (FORMS.index(r["form"]), index))
         rows = {row: [r for r in matching if _row(r) == row] for row in sorted(first, key=first.get)}
         if rows:
-            groups[task, loss] = rows
-    return groups
+            grouped[task, loss] = rows
+    return grouped
 
 
 def thresholds(records):
@@ -41,28 +37,28 @@ def thresholds(records):
     mean final value of its alternating runs at the shipped defaults (None before any of them
     finished)."""
     result = {}
-    for (task, loss), forms in _groups(records).items():
+    for (task, loss), forms in groups(records).items():
         info = TASKS[task]
         if info.relative is None:
             result[task, loss] = (info.reached, info.threshold)
             continue
-        metric, value = info.plot[0], _threshold_value(info, forms)
+        metric, value = info.plot[0], threshold_value(info, forms)
         if value is None:
             result[task, loss] = (None, f"{info.threshold} (none finished yet)")
             continue
         result[task, loss] = (
-            lambda m, metric=metric, value=value: _finite_number(m.get(metric)) and m[metric] <= value,
+            lambda m, metric=metric, value=value: finite_number(m.get(metric)) and m[metric] <= value,
             f"{metric.upper()} <= {value:.4g} ({info.relative}x alternating's mean final {metric.upper()})",
         )
     return result
 
 
-def _threshold_value(info, forms):
+def threshold_value(info, forms):
     """A relative task's threshold: `relative` x the mean final plotted metric of the
     alternating runs among `forms` (`{row: records}`), or None before one finished."""
     metric = info.plot[0]
     finals = [r["final"].get(metric) for r in forms.get("alternating", []) if r["final"]]
-    finals = [value for value in finals if _finite_number(value)]
+    finals = [value for value in finals if finite_number(value)]
     return info.relative * statistics.mean(finals) if finals else None
 
 
@@ -73,7 +69,7 @@ def time_to_threshold(rec, reached=None):
     if reached is None:
         return None
     for entry in rec["history"]:
-        if entry["finite"] and all(_finite_number(v) for v in entry["metrics"].values()) and reached(entry["metrics"]):
+        if entry["finite"] and all(finite_number(v) for v in entry["metrics"].values()) and reached(entry["metrics"]):
             return entry["train_seconds"], entry["step"]
     return None
 
@@ -84,7 +80,7 @@ def best_evaluation(rec, metric):
     scored = [
         (entry["metrics"][metric], entry["step"])
         for entry in rec["history"]
-        if entry["finite"] and _finite_number(entry["metrics"].get(metric))
+        if entry["finite"] and finite_number(entry["metrics"].get(metric))
     ]
     return min(scored) if scored else None
 
@@ -112,7 +108,7 @@ def _mean_at(runs, metric, step):
         for entry in r["history"]
         if entry["step"] == step and entry["finite"]
     ]
-    values = [v for v in values if _finite_number(v)]
+    values = [v for v in values if finite_number(v)]
     return statistics.mean(values) if len(values) == len(runs) else None
 
 
@@ -134,7 +130,7 @@ def _best_rows(records, seconds_per_update):
     update) that update's modelled time, how far the mean moved over the last fifth, and where
     the mean curve meets the threshold (`mean_curve_reaches`)."""
     lines, limits = [], thresholds(records)
-    for (task, loss), forms in _groups(records).items():
+    for (task, loss), forms in groups(records).items():
         info = TASKS[task]
         if info.relative is None:
             continue
@@ -207,9 +203,9 @@ def level_rows(records, seconds_per_update):
     alternating's mean curve at the same level), and the worst of those ratios (the slowest level
     against alternating; "never": a level alternating's mean curve met and this row's did not)."""
     lines = []
-    for (task, loss), forms in _groups(records).items():
+    for (task, loss), forms in groups(records).items():
         info = TASKS[task]
-        value = _threshold_value(info, forms) if info.relative is not None else None
+        value = threshold_value(info, forms) if info.relative is not None else None
         if value is None:
             continue
         metric, (_, label, scale, fmt) = info.plot[0], info.columns[0]
@@ -247,7 +243,7 @@ def level_rows(records, seconds_per_update):
     return lines
 
 
-def _median_or_none(values):
+def median_or_none(values):
     """The median, a run that never reached counting as infinitely slow; None when fewer than
     half reached."""
     median = statistics.median([math.inf if v is None else v for v in values])
@@ -255,7 +251,7 @@ def _median_or_none(values):
 
 
 def _mean_std(values, scale, fmt):
-    values = [scale * v for v in values if _finite_number(v)]
+    values = [scale * v for v in values if finite_number(v)]
     if not values:
         return "—"
     if len(values) == 1:
@@ -265,18 +261,18 @@ def _mean_std(values, scale, fmt):
 
 def summarize(records, seconds_per_update=None):
     """Rows of the table: one per (task, loss, form). With `seconds_per_update` (`{form or
-    task/form: seconds}`, `parse_seconds_per_update`), each row also has `modelled`: its
+    task/form: seconds}`, as `--seconds_per_update` gives them), each row also has `modelled`: its
     seconds per update and the time it would take at that speed (updates x seconds) to the
     threshold and for the schedule, each against alternating's."""
     rows, limits = [], thresholds(records)
-    for (task, loss), forms in _groups(records).items():
+    for (task, loss), forms in groups(records).items():
         info = TASKS[task]
         reached, _ = limits[task, loss]
         reference, reference_model = None, None
         for form, runs in forms.items():
             reach = [time_to_threshold(r, reached) for r in runs]
-            seconds = _median_or_none([None if x is None else x[0] for x in reach])
-            steps = _median_or_none([None if x is None else x[1] for x in reach])
+            seconds = median_or_none([None if x is None else x[0] for x in reach])
+            steps = median_or_none([None if x is None else x[1] for x in reach])
             if form == "alternating":  # the reference: alternating at the shipped defaults
                 reference = seconds
             finals = [r["final"] for r in runs if r["final"]]
@@ -306,25 +302,6 @@ def summarize(records, seconds_per_update=None):
                 }
             )
     return rows
-
-
-def parse_seconds_per_update(items):
-    """`{form or task/form: seconds}` of `--seconds_per_update` items `FORM=S` or `TASK/FORM=S`.
-
-    Raises:
-      ConfigError: another shape, or seconds that are not a positive number.
-    """
-    parsed = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = None
-        if not sep or not key or seconds is None or not seconds > 0:
-            raise ConfigError(f"--seconds_per_update takes FORM=S or TASK/FORM=S with S > 0; received {item!r}.")
-        parsed[key] = seconds
-    return parsed
 
 
 def _per_update(task, form, seconds_per_update):
@@ -366,12 +343,6 @@ def _number(value, fmt):
     return "—" if value is None else fmt.format(value)
 
 
-def machine_of(environment_):
-    """One line naming the CPU a run trained on (kept in its record: seeds of one grid may be
-    trained across sessions, on different machines)."""
-    return f"{environment_['cpu']} ({' '.join(environment_['cpu_flags'])}, {environment_['cpus']} CPUs)"
-
-
 def _machines(records):
     """The results.md line counting runs per machine, or None when they all ran on one."""
     counts = collections.Counter(r.get("machine") or "not recorded" for r in records)
@@ -385,7 +356,7 @@ def _machines(records):
 
 
 def _references(records):
-    """A line naming the rows that come from other grids (`reference_records`), or ""."""
+    """A line naming the rows that come from other grids (`results.reference_records`), or ""."""
     taken = collections.defaultdict(set)
     for r in records:
         if r.get("reference"):
@@ -464,43 +435,3 @@ def markdown(records, environment_, grid, seconds_per_update=None):
             for r in failed
         ]
     return "\n".join(lines) + "\n"
-
-
-def reference_records(directory, own):
-    """The finished runs of another grid (`directory`'s results.json) on the tasks, losses and
-    seeds of the records `own`, each cut at the G updates of `own`'s schedule on its task where
-    its own is longer: rows to compare with that are not trained again (e.g. the pure forms of a
-    tracked 12,000-update grid beside a 4,000-update screen of schedules). Marked `reference`.
-    A row and seed that `own` trained itself is not taken from `directory`.
-
-    Raises:
-      ConfigError: `directory` holds no results.json.
-    """
-    path = os.path.join(directory, "results.json")
-    if not os.path.exists(path):
-        raise ConfigError(f"--reference={directory} holds no results.json.")
-    wanted = {(r["task"], r["loss"], r["seed"]) for r in own}
-    trained_here = {(r["task"], r["loss"], r["row"], r["seed"]) for r in own}
-    steps = {}
-    for r in own:
-        steps[r["task"]] = max(steps.get(r["task"], 0), r["config"]["steps"])
-    kept = []
-    for r in files.read_json(path)["runs"]:
-        if (r["task"], r["loss"], r["seed"]) not in wanted or r["status"] != "done":
-            continue
-        if (r["task"], r["loss"], r["row"], r["seed"]) in trained_here:
-            continue  # this grid's own run of the row and seed (e.g. on this machine) is the one read
-        history = [e for e in r["history"] if e["step"] <= steps[r["task"]]]
-        if not history or history[-1]["step"] < steps[r["task"]]:
-            continue  # shorter than the schedule compared with
-        kept.append(
-            {
-                **r,
-                "config": {**r["config"], "steps": steps[r["task"]]},
-                "history": history,
-                "final": history[-1]["metrics"],
-                "train_seconds": history[-1]["train_seconds"],
-                "reference": directory,
-            }
-        )
-    return kept

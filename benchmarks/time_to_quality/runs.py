@@ -1,60 +1,25 @@
 """One run of the grid: train it (`train_lib.train` on its config and workdir), then its record
-(the metrics after every evaluation with their G update and training seconds); and the machine
-it ran on."""
+(the metrics after every evaluation with their G update and training seconds); and the untimed
+warm-up before a grid's first timed run."""
 
 import contextlib
 import gc
-import glob
-import math
 import os
-import platform
 import shutil
 import time
 import traceback
 
 import keras
-import tensorflow as tf
 
+from benchmarks.time_to_quality.events import history_from_events
 from benchmarks.time_to_quality.tasks import TASKS
-from tf_fusedprop import machine
+from benchmarks.time_to_quality.values import finite_number
 from tf_fusedprop.experiment import divergence, files, train_lib
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
     json_values,
 )
-
-_TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "real_sign", "augment_p", "steps_per_second"}
-
-
-def _finite_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _history_from_events(workdir):
-    """The history of a run that left no summary.json, from its TensorBoard scalars: metrics
-    per epoch, training seconds from steps/s, finite while d_loss and g_loss were written
-    (`callbacks.Scalars` skips non-finite values)."""
-    scalars = {}
-    for path in sorted(glob.glob(os.path.join(workdir, "logs", "events.out.tfevents.*"))):
-        for raw in tf.data.TFRecordDataset(path):
-            event = tf.compat.v1.Event.FromString(raw.numpy())
-            for value in event.summary.value:
-                if value.metadata.plugin_data.plugin_name == "scalars":
-                    scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
-    history, seconds, previous, finite = [], 0.0, 0, True
-    for step in sorted(scalars.get("steps_per_second", {})):
-        seconds += (step - previous) / scalars["steps_per_second"][step]
-        previous = step
-        finite = finite and all(step in scalars.get(key, {}) for key in ("d_loss", "g_loss"))
-        metrics = {
-            tag: values[step] for tag, values in scalars.items() if tag not in _TRAINING_SCALARS and step in values
-        }
-        if metrics:
-            history.append(
-                {"epoch": None, "step": step, "train_seconds": seconds, "metrics": metrics, "finite": finite}
-            )
-    return history
 
 
 def record(run, config, summary, history, wall_seconds, error=None, workdir=None):
@@ -64,7 +29,7 @@ def record(run, config, summary, history, wall_seconds, error=None, workdir=None
     diverged_at = divergence.get("step") if isinstance(divergence, dict) else None
     for entry in history:  # else the first evaluation after it
         metrics = (entry.get("metrics") or {}).values()
-        if diverged_at is None and not (entry.get("finite", True) and all(_finite_number(v) for v in metrics)):
+        if diverged_at is None and not (entry.get("finite", True) and all(finite_number(v) for v in metrics)):
             diverged_at = entry["step"]
     entries = []
     for entry in history:
@@ -160,35 +125,7 @@ def train_run(run, config, workdir):
     if summary and summary.get("history") is not None and not resumed:
         history = summary["history"]
     else:
-        history = _history_from_events(workdir)
+        history = history_from_events(workdir)
         if resumed and history:  # the summary's seconds are the last process's only
             summary = {**summary, "train_seconds": history[-1]["train_seconds"]}
     return record(run, config, summary, history, wall, error, workdir)
-
-
-def _json_safe(value):
-    """NaN and infinities as null (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def environment():
-    """What the timings depend on: versions, CPU model and flags, threads, oneDNN, load."""
-    present = machine.cpu_flags()
-    cpu_flags = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present]
-    model = machine.cpu_model() or platform.processor()
-    return {
-        "tensorflow": tf.__version__,
-        "keras": keras.__version__,
-        "python": platform.python_version(),
-        "cpu": model,
-        "cpu_flags": cpu_flags,
-        "cpus": os.cpu_count(),
-        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
-        "load_average": round(os.getloadavg()[0], 2),
-    }

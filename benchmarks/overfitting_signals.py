@@ -1,7 +1,8 @@
 """Which signal says D is memorising its data: candidates logged beside FID, with held-out digits.
 
     python benchmarks/overfitting_signals.py --out=benchmarks/results/overfitting_signals \\
-        [--name=none] [--augment=] [--updates=4000] [--seed=0] [--form=fused] [--dataset=mnist1k]
+        [--name=none] [--augment=] [--updates=4000] [--seed=0] [--form=fused] [--dataset=mnist1k] \\
+        [--adaptive_target=0.6 --held_out=64 --ramp_images=100000]   # p="auto" (held_out 0: ADA's r_t)
 
 `configs/mnist.py`'s network and optimizers (SNGAN's CNN at 32 px, nonsaturating loss, EMA
 0.995) on MNIST-1k (1,000 digits: the first 100 of each class of MNIST-5k) with the other 4,000
@@ -91,7 +92,11 @@ class SignalLog(keras.callbacks.Callback):
         line = {
             "step": int(self.model.g_optimizer.iterations.numpy()),
             **signals(self._logits(self.train_images), self._logits(self.held_images), self._logits(fakes)),
-            **{key: float(logs[key]) for key in ("d_loss", "fid", "kid", "real_sign", "augment_p") if key in logs},
+            **{
+                key: float(logs[key])
+                for key in ("d_loss", "fid", "kid", "real_sign", "real_above_held_out", "augment_p")
+                if key in logs
+            },
         }
         with open(self.path, "a") as f:
             f.write(json.dumps(line) + "\n")
@@ -108,6 +113,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--form", default="fused")
     parser.add_argument("--dataset", default="mnist1k", choices=("mnist1k",))
+    parser.add_argument("--adaptive_target", type=float, default=None, help="adaptive_augment.target (None: off)")
+    parser.add_argument("--held_out", type=int, default=0, help="adaptive_augment.held_out (0: ADA's r_t)")
+    parser.add_argument("--ramp_images", type=int, default=500_000, help="adaptive_augment.ramp_images")
     args = parser.parse_args(argv)
     config = mnist.get_config(args.form)
     config.dataset = args.dataset
@@ -115,6 +123,7 @@ def main(argv=None):
     config.alternate_every = 0
     config.steps = args.updates
     config.seed = args.seed
+    config.adaptive_augment.update(target=args.adaptive_target, held_out=args.held_out, ramp_images=args.ramp_images)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{args.name}_seed{args.seed}.jsonl")
     workdir = os.path.join(args.out, "runs", f"{args.name}_seed{args.seed}")

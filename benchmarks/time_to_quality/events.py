@@ -8,7 +8,16 @@ import os
 import tensorflow as tf
 
 #: The scalars `callbacks.Scalars` writes while training: not evaluation metrics.
-_TRAINING_SCALARS = {"d_loss", "g_loss", "real_logit", "fake_logit", "real_sign", "augment_p", "steps_per_second"}
+_TRAINING_SCALARS = {
+    "d_loss",
+    "g_loss",
+    "real_logit",
+    "fake_logit",
+    "real_sign",
+    "real_above_held_out",
+    "augment_p",
+    "steps_per_second",
+}
 
 
 def history_from_events(workdir):

@@ -100,7 +100,7 @@ class ValidateTest(tu.TestCase):
             "adaptive_augment.held_out",
             16,
             r"invalid config.adaptive_augment: adaptive_augment.held_out needs real images that D never trains on, "
-            r"and dataset 'digits' holds none back \(mnist1k does\); received held_out=16, set it to 0$",
+            r"and dataset 'digits' holds none back \(your images and mnist1k do\); received held_out=16, set it to 0$",
         ),
         (
             "digits",
@@ -198,6 +198,11 @@ class GanArgumentsTest(tu.TestCase):
         )
         config.dataset, config.adaptive_augment.held_out = "mnist1k", 64
         self.assertEqual(fp_config.gan_arguments(config)["augment"].get_config()["held_out"], 64)
+        config.num_classes = 10
+        with self.assertRaisesRegex(
+            ValueError, r"^invalid config.adaptive_augment: adaptive_augment.held_out compares unconditional"
+        ):
+            fp_config.gan_arguments(config)
 
     def test_lookahead_applies_to_the_forms_it_lists(self):
         config = tu.tiny_config("ring8")

@@ -1,5 +1,7 @@
 """datasets: the spec of every dataset name, looked up by name, and the networks' inputs."""
 
+import contextlib
+import io
 import os
 import shutil
 from unittest import mock
@@ -140,6 +142,30 @@ class SpecTest(tu.TestCase):
         evaluator, message = data.evaluation()("unused")
         self.assertIsNone(evaluator)
         self.assertRegex(message, r"^FID/KID/IS off: .* To score your images, run once where .*\.$")
+
+    def test_held_out_images_are_never_in_a_training_batch(self):
+        folder = os.path.join(self.get_temp_dir(), "images")
+        os.makedirs(folder, exist_ok=True)
+        for i in range(10):  # each image one gray level: which one a batch holds is readable
+            tf.io.write_file(os.path.join(folder, f"{i}.png"), tf.io.encode_png(np.full((8, 8, 1), 20 * i, np.uint8)))
+        config = tu.tiny_config("images", cache_dir=os.path.join(self.get_temp_dir(), "cache"))
+        config.update(data=folder, image_size=8, channels=1, batch_size=4, augment="translation")
+        config.adaptive_augment.update(target=0.6, held_out=3)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            data = datasets.open_dataset(config)
+            held_out = data.held_out(3)
+        self.assertIn("3 of them held out from training", printed.getvalue())
+        levels = lambda images: set(np.round((np.asarray(images)[:, 0, 0, 0] + 1) * 127.5).astype(int))  # noqa: E731
+        held = levels(held_out)
+        self.assertLen(held, 3)
+        trained = set()
+        for batch in data.pipeline(0).take(10):  # 40 samples: every pass over the 7 left
+            trained |= levels(batch)
+        self.assertEqual(trained, {20 * i for i in range(10)} - held)
+        config.adaptive_augment.held_out = 7  # 3 left: fewer than a batch of 4
+        with self.assertRaisesRegex(image_files.ImageSourceError, r"7 of them held out .* fewer than one batch"):
+            with contextlib.redirect_stdout(io.StringIO()):
+                datasets.open_dataset(config).contents  # noqa: B018
 
     @parameterized.parameters((32, (512, 64)), (64, (512, 64)), (128, (256, 32)), (256, (128, 16)))
     def test_widths_left_unset_follow_the_image_size(self, size, widths):

@@ -352,7 +352,12 @@ def _augment(config):
     if settings["held_out"] is not None and datasets.get(config.dataset).held_out is None:
         raise ValueError(
             f"adaptive_augment.held_out needs real images that D never trains on, and dataset {config.dataset!r} "
-            f"holds none back (mnist1k does); received held_out={settings['held_out']!r}, set it to 0"
+            f"holds none back (your images and mnist1k do); received held_out={settings['held_out']!r}, set it to 0"
+        )
+    if settings["held_out"] is not None and (config.num_classes is not None or config.get("conditional")):
+        raise ValueError(
+            "adaptive_augment.held_out compares unconditional samples; a conditional GAN adapts with held_out=0 "
+            f"(received held_out={settings['held_out']!r})"
         )
     built = DiffAugment(config.augment, p="auto", **{**settings, **({} if adaptive else {"target": 0.6})})
     if not config.augment:

@@ -41,6 +41,7 @@ __all__ = [
     "completed",
     "get",
     "grid_inputs",
+    "held_out_count",
     "inception_source",
     "names",
     "open_dataset",
@@ -119,6 +120,20 @@ def _image_grid(config):
 
 def _labelled(config):
     return config.num_classes is not None
+
+
+def held_out_count(config):
+    """The real samples a run holds back from training: `adaptive_augment.held_out` where an
+    adaptive augmentation follows them (a policy, a target), else 0."""
+    adaptive = config.adaptive_augment
+    return adaptive.held_out if config.augment and adaptive.target is not None else 0
+
+
+def _held_out_rows(data):
+    """The rows of a user's images held back from training (`held_out_count`): a fixed draw,
+    spread over the set whatever its order on disk."""
+    n = held_out_count(data.config)
+    return np.sort(np.random.default_rng(0).permutation(len(data.contents.images))[:n])
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,7 +266,10 @@ def _decoded_pipeline(data, seed, mirror=False):
     (with labels for a conditional GAN)."""
     decoded, config = data.contents, data.config
     labels = decoded.labels if _labelled(config) else None
-    return real_samples.uint8_images(decoded.images, config.batch_size, seed=seed, mirror=mirror, labels=labels)
+    rows = np.setdiff1d(np.arange(len(decoded.images)), _held_out_rows(data))
+    return real_samples.uint8_images(
+        decoded.images, config.batch_size, seed=seed, mirror=mirror, labels=labels, rows=rows
+    )
 
 
 def _spread_sample(images, n):
@@ -363,10 +381,16 @@ def _user_images(config):
         background=config.background,
     )
     print(decoded.describe(config.data), flush=True)
-    if len(decoded.images) < config.batch_size:
+    held_out = held_out_count(config)
+    if len(decoded.images) - held_out < config.batch_size:
+        kept = f", {held_out} of them held out (adaptive_augment.held_out)" if held_out else ""
         raise image_files.ImageSourceError(
-            f"config.data={config.data!r} holds {len(decoded.images)} decodable images, fewer than one batch "
-            f"(config.batch_size={config.batch_size}): add images or lower the batch size."
+            f"config.data={config.data!r} holds {len(decoded.images)} decodable images{kept}, fewer than one batch "
+            f"to train on (config.batch_size={config.batch_size}): add images or lower the batch size."
+        )
+    if held_out:
+        print(
+            f"{held_out} of them held out from training: the adaptive augmentation compares D's real samples with them."
         )
     return decoded
 
@@ -394,6 +418,7 @@ IMAGES = DatasetSpec(
     eval_samples=5_000,
     read=_user_images,
     class_names=lambda data: data.contents.class_names,
+    held_out=lambda data, n: real_samples.from_uint8(data.contents.images[_held_out_rows(data)]),
 )
 
 _REGISTRY = _checks.Registry(

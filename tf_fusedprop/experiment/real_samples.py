@@ -253,7 +253,7 @@ def _in_memory(images, labels, batch_size, seed, repeat):
 IN_MEMORY_BYTES = 2 * 1024**3
 
 
-def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=None):
+def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=None, rows=None):
     """A batched pipeline of uint8 images `[n, s, s, c]`, scaled to [-1, 1].
 
     Each value `v` becomes `v / 127.5 - 1`. Shuffled (seeded, a new order every pass): up to
@@ -270,23 +270,27 @@ def uint8_images(images, batch_size, seed=0, repeat=True, mirror=False, labels=N
       repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
       mirror: random x-flips (StyleGAN2-ADA's `--mirror`).
       labels: int32 `[n]` to yield `(images, labels)` pairs, or None.
+      rows: the indices of the images (and labels) to train on, ascending; None: all of them.
 
     Returns:
       A dataset of float32 tensors `[batch_size, s, s, c]` in [-1, 1] (with their labels).
     """
     batch_size = positive_int("batch_size", batch_size)
+    rows = np.arange(len(images)) if rows is None else np.asarray(rows, np.int64)
+    labels = None if labels is None else np.asarray(labels)[rows]
     if images.nbytes <= IN_MEMORY_BYTES:
-        ds = tf.data.Dataset.from_tensor_slices(np.asarray(images) if labels is None else (np.asarray(images), labels))
+        kept = np.asarray(images) if len(rows) == len(images) else np.asarray(images)[rows]
+        ds = tf.data.Dataset.from_tensor_slices(kept if labels is None else (kept, labels))
     else:  # shuffled indices; each row read from the array when its turn comes
         shape = images.shape[1:]
         row = lambda i: tf.ensure_shape(tf.numpy_function(lambda j: images[j], [i], tf.uint8), shape)
-        rows = tf.data.Dataset.range(len(images))
+        indices = tf.data.Dataset.from_tensor_slices(rows)
         ds = (
-            rows.map(row)
+            indices.map(row)
             if labels is None
-            else tf.data.Dataset.zip((rows.map(row), tf.data.Dataset.from_tensor_slices(labels)))
+            else tf.data.Dataset.zip((indices.map(row), tf.data.Dataset.from_tensor_slices(labels)))
         )
-    ds = ds.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True)
     ds = (ds.repeat() if repeat else ds).enumerate()
 
     def to_float(index, element):

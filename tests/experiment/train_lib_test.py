@@ -15,6 +15,7 @@ from absl.testing import parameterized
 
 from tests import testing_utils as tu
 from tf_fusedprop import FusedPropGAN, conv_weight_gradients
+from tf_fusedprop import forms as fp_forms
 from tf_fusedprop.experiment import callbacks, features, real_samples, train_lib, training_plan
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import ConfigError, validate
@@ -85,7 +86,11 @@ class TrainTest(tu.TestCase):
                 stack.enter_context(tfds.testing.mock_data(num_examples=16))
                 config.inception_path = directory
             seen = EpochLogs()
+            pair = stack.enter_context(mock.patch.object(fp_forms, "check_form", wraps=fp_forms.check_form))
             summary, printed = quiet_train(config, os.path.join(directory, "run"), extra_callbacks=[seen])
+        # The walk from the config to the step checks the (loss, form) pair once (config.check),
+        # and builds the GAN from what that check built.
+        self.assertEqual(pair.call_count, 1)
         run = os.path.join(directory, "run")
         self.assertEqual((summary["steps"], summary["d_steps"], summary["epochs"]), (2, 2, 2))
         self.assertEqual(sorted(os.listdir(os.path.join(run, "samples"))), ["epoch_0001.png", "epoch_0002.png"])

@@ -10,6 +10,7 @@ numbers, the evaluation) has one entry each in `FIELDS` (or, for the fields a da
 `DATASET_FIELDS`), and `RELATIONS` check fields against each other, in order.
 """
 
+import dataclasses
 import inspect
 import json
 import math
@@ -33,7 +34,9 @@ __all__ = [
     "RELATIONS",
     "ADDED_DATASET_FIELDS",
     "ADDED_FIELDS",
+    "CheckedConfig",
     "ConfigError",
+    "check",
     "fit_steps_per_execution",
     "gan_arguments",
     "json_values",
@@ -544,9 +547,26 @@ RELATIONS = (
 DATA_RELATIONS = (_classes_fit_dataset, _builder_arguments)
 
 
-def validate(config, data=None):
-    """Checks every field of a training config, then the config against its data; see
-    `configs/base.py` for the fields' meaning.
+@dataclasses.dataclass(frozen=True)
+class CheckedConfig:
+    """A config checked once (`check`), with what the checks built from it, for the run to use
+    instead of building it again.
+
+    Attributes:
+      data: the config's dataset (`datasets.OpenedDataset`), to share.
+      plan: its `training_plan.TrainingPlan` (the form's schedule, G's rate).
+      arguments: `FusedPropGAN`'s arguments but the networks (`gan_arguments`): the library's
+        own objects, not yet attached to a model (for one GAN).
+    """
+
+    data: object
+    plan: object
+    arguments: dict
+
+
+def check(config, data=None):
+    """Checks every field of a training config, then the config against its data (see
+    `configs/base.py` for the fields' meaning), and returns what it built on the way.
 
     Args:
       config: the config.
@@ -554,8 +574,8 @@ def validate(config, data=None):
         `reuse`), or None; what it has read is not read again.
 
     Returns:
-      The config's dataset (`datasets.OpenedDataset`), for the run to share: the checks against
-      the data read it (a user's images: decoded, or read from the decoded-once cache).
+      A `CheckedConfig`: the dataset (the checks against the data read it: a user's images
+      decoded, or read from the decoded-once cache), the training plan and the GAN's arguments.
 
     Raises:
       ConfigError: the first problem found, in one line naming the field, the value received
@@ -573,10 +593,20 @@ def validate(config, data=None):
     for key, check in checks.items():
         if check is not None:
             check(key, config[key])
-    gan_arguments(config)
+    arguments = gan_arguments(config)
     for check in RELATIONS:
         check(config)
     data = datasets.open_dataset(config, reuse=data)
     for check in DATA_RELATIONS:
         check(config, data)
-    return data
+    return CheckedConfig(data, training_plan.plan(config), arguments)
+
+
+def validate(config, data=None):
+    """`check(config, data).data`: the config's dataset, once every field and relation is checked.
+
+    Raises:
+      ConfigError: as `check`.
+      image_files.ImageSourceError: a user's images cannot be read.
+    """
+    return check(config, data).data

@@ -1,11 +1,12 @@
 """The training job behind `train.py`, as a testable function: `train(config, workdir)`.
 
-`train` reads as a straight line in which the config visits each part once: `config.validate`
+`train` reads as a straight line in which the config visits each part once: `config.check`
 (`ConfigError`, one line, before anything is built; it opens the run's dataset, a
 `datasets.OpenedDataset` that the rest shares: pipeline, evaluator, renderer, the networks'
-shapes), `distribution.check_run` (does it fit the strategy), `workdir.find` (the run
-directory, finished or not), `build_gan` (the networks and `FusedPropGAN`, its arguments from
-`config.gan_arguments`), `callbacks.RunCallbacks.create`; then it restores the last checkpoint
+shapes, and keeps what it built to check the rest: the training plan and `FusedPropGAN`'s
+arguments), `distribution.check_run` (does it fit the strategy), `workdir.find` (the run
+directory, finished or not), `build_gan` (the networks and `FusedPropGAN`, with the checked
+arguments), `callbacks.RunCallbacks.create`; then it restores the last checkpoint
 if there is one, fits, exports G and writes `summary.json`. The workdir holds:
 
 | path | what |
@@ -79,11 +80,11 @@ from tf_fusedprop.experiment import callbacks, datasets, distribution, divergenc
 from tf_fusedprop.experiment import workdir as fp_workdir
 from tf_fusedprop.experiment.config import (
     ConfigError,
+    check,
     fit_steps_per_execution,
     gan_arguments,
     json_values,
     schedule,
-    validate,
 )
 from tf_fusedprop.experiment.interrupt import TrainingInterrupted
 from tf_fusedprop.gan import FusedPropGAN
@@ -98,7 +99,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     chief writes it and evaluates, the others write to temporary directories (`distribution`).
 
     Args:
-      config: an `ml_collections.ConfigDict` as built by `configs/*.py` (see `config.validate`).
+      config: an `ml_collections.ConfigDict` as built by `configs/*.py` (see `config.check`).
       workdir: the run directory; None for `workdir.default_workdir(config, runs_root)`.
       runs_root: the parent of default workdirs.
       verbose: `fit`'s verbosity (1: progress bar).
@@ -131,11 +132,12 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
     fitted = None
     if overridden is not None and "steps_per_execution" not in overridden:
         config, fitted = fit_steps_per_execution(config)
-    data = validate(config)
-    completed = datasets.completed(config, data)  # widths left None; a user's conditional images: num_classes
+    checked = check(config)
+    completed = datasets.completed(config, checked.data)  # widths left None; a user's conditional images: num_classes
     if completed is not config:
         config = completed
-        data = validate(config, data)
+        checked = check(config, checked.data)
+    data = checked.data
     distribution.check_run(config, workdir, strategy)
     run = fp_workdir.find(config, workdir, runs_root)
     if run.summary is not None:
@@ -164,7 +166,7 @@ def train(config, workdir=None, runs_root="runs", verbose=1, strategy=None, over
         if config.num_classes is not None:
             files.write_json(os.path.join(out, "classes.json"), data.class_names)
         evaluator, note = make_evaluator(run.cache_dir)
-        gan, precision, initial_epoch = _build(config, data, strategy, checkpoint)
+        gan, precision, initial_epoch = _build(config, checked, strategy, checkpoint)
         # Other workers run the chief's callbacks (the same variable reads), writing under `out`.
         saving = checkpoint
         if out != run.path:
@@ -227,18 +229,20 @@ def _kept_weight_gradients(out):
         yield
 
 
-def _build(config, data, strategy, checkpoint):
-    """`(gan, precision, initial_epoch)`: the GAN built in the strategy's scope and restored."""
+def _build(config, checked, strategy, checkpoint):
+    """`(gan, precision, initial_epoch)`: the GAN of a `CheckedConfig` built in the strategy's
+    scope and restored."""
     precision = fp_precision.choose(config.mixed_precision)
     keras.utils.set_random_seed(config.seed)
+    data = checked.data
     with strategy.scope():
-        gan = build_gan(config, precision, data.network_inputs)
+        gan = build_gan(config, precision, data.network_inputs, checked)
     if gan.augment is not None and gan.augment.adaptive is not None and gan.augment.adaptive.held_out:
         gan.augment.adaptive.hold_out(data.held_out(gan.augment.adaptive.held_out))
     initial_epoch = checkpoint.restore(gan)
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
     gan.d_optimizer.learning_rate = config.d_lr
-    gan.g_optimizer.learning_rate = training_plan.plan(config).g_learning_rate()
+    gan.g_optimizer.learning_rate = checked.plan.g_learning_rate()
     return gan, precision, initial_epoch
 
 
@@ -345,7 +349,7 @@ def _interruption(gan, checkpoint, out, signal_error, trained=False):
     return TrainingInterrupted(step, checkpoint.metadata(), checkpoint.backup_dir, out, trained, signum)
 
 
-def build_gan(config, precision=None, network_inputs=None):
+def build_gan(config, precision=None, network_inputs=None, checked=None):
     """The compiled `FusedPropGAN` of a valid config (weights as the global seed makes them).
 
     Args:
@@ -354,6 +358,8 @@ def build_gan(config, precision=None, network_inputs=None):
         `mixed_float16` both optimizers are wrapped in one-scale `LossScaleOptimizer`s.
       network_inputs: the builders' arguments that the data fix (`datasets.OpenedDataset.network_inputs`);
         None opens the config's dataset for them.
+      checked: the config's `config.CheckedConfig`, whose GAN arguments and plan it uses (a
+        run's, checked once); None builds them from `config`.
 
     Raises:
       ConfigError: a network builder refused the config's arguments.
@@ -368,7 +374,8 @@ def build_gan(config, precision=None, network_inputs=None):
             latent_dim=config.latent_dim, dtype=dtype, **g_data, **conditional, **config.generator.to_dict()
         )
         discriminator = d_fn(dtype=dtype, **d_data, **conditional, **config.discriminator.to_dict())
-        gan = FusedPropGAN(generator, discriminator, **gan_arguments(config))
+        arguments = checked.arguments if checked is not None else gan_arguments(config)
+        gan = FusedPropGAN(generator, discriminator, **arguments)
     except ValueError as err:
         raise ConfigError(f"cannot build network {config.network!r}: {' '.join(str(err).split())}") from None
 
@@ -380,7 +387,7 @@ def build_gan(config, precision=None, network_inputs=None):
         d_optimizer=adam(config.d_lr),
         # A schedule from the start: an optimizer built with a float rate has a variable for it,
         # and a checkpoint of one would not load into the other.
-        g_optimizer=adam(training_plan.plan(config).g_learning_rate()),
+        g_optimizer=adam((checked.plan if checked is not None else training_plan.plan(config)).g_learning_rate()),
         jit_compile=config.jit_compile,
         steps_per_execution=config.steps_per_execution,
     )

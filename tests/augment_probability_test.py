@@ -73,6 +73,13 @@ def _pixel_sum_discriminator():
     )
 
 
+def _fixed_gan(augment):
+    """A GAN whose players never change (SGD(0)), D the pixel sum: its signals are known."""
+    gan = fp.FusedPropGAN(tu.tiny_generator(batch_norm=False), _pixel_sum_discriminator(), seed=1, augment=augment)
+    gan.compile(d_optimizer=keras.optimizers.SGD(0.0), g_optimizer=keras.optimizers.SGD(0.0))
+    return gan
+
+
 def _gan(augment, g_lr=1e-2, batch_norm=True, **arguments):
     keras.utils.set_random_seed(0)
     gan = fp.FusedPropGAN(
@@ -137,14 +144,7 @@ class TrainingTest(tu.TestCase):
         held_out = rng.uniform(-1, 0, (6,) + tu.IMAGE).astype("float32")
 
         def build():
-            gan = fp.FusedPropGAN(
-                tu.tiny_generator(batch_norm=False),
-                _pixel_sum_discriminator(),
-                seed=1,
-                augment=fp.DiffAugment("cutout", p="auto", interval=2, ramp_images=160, held_out=held_out),
-            )
-            gan.compile(d_optimizer=keras.optimizers.SGD(0.0), g_optimizer=keras.optimizers.SGD(0.0))
-            return gan
+            return _fixed_gan(fp.DiffAugment("cutout", p="auto", interval=2, ramp_images=160, held_out=held_out))
 
         above = rng.uniform(0, 1, (32,) + tu.IMAGE).astype("float32")  # D orders every pair
         gan = build()
@@ -167,13 +167,7 @@ class TrainingTest(tu.TestCase):
     def test_replicas_hold_the_p_of_the_global_batch(self):
         def run(x, held_out=None):
             with tu.two_cpu_strategy().scope():
-                gan = fp.FusedPropGAN(
-                    tu.tiny_generator(batch_norm=False),
-                    _pixel_sum_discriminator(),
-                    seed=1,
-                    augment=fp.DiffAugment("", p="auto", interval=1, ramp_images=100, held_out=held_out),
-                )
-                gan.compile(d_optimizer=keras.optimizers.SGD(0.0), g_optimizer=keras.optimizers.SGD(0.0))
+                gan = _fixed_gan(fp.DiffAugment("", p="auto", interval=1, ramp_images=100, held_out=held_out))
             _fit(gan, x, 1)
             return [
                 float(v.numpy()) for v in tu.two_cpu_strategy().experimental_local_results(gan.augment_state[0].value)

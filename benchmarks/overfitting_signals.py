@@ -20,9 +20,15 @@ samples of the training G, and one line goes to `OUT/NAME.jsonl` and the termina
 
 The question (issue 61): which of them turns when FID turns up (D memorising), early enough for a
 controller, and which stays put where augmentation holds memorisation back.
+
+    python benchmarks/overfitting_signals.py --out=DIR --report_only
+
+draws every run's lines of `DIR/*.jsonl` into `DIR/signals.png` (FID, and the signals, against G
+updates) and writes their table to `DIR/signals.md`.
 """
 
 import argparse
+import glob
 import json
 import os
 
@@ -103,6 +109,73 @@ class SignalLog(keras.callbacks.Callback):
         print("signals " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in line.items()))
 
 
+#: The columns of `signals.md`, in order.
+COLUMNS = ("step", "fid", "auc_train_held", "r_v", "r_t", "auc_real_fake", "d_loss", "real_above_held_out", "augment_p")
+
+
+def read_runs(out):
+    """`{run name: [line, ...]}` of the `*.jsonl` files in `out`, by name."""
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
+        with open(path) as f:
+            runs[os.path.basename(path)[: -len(".jsonl")]] = [json.loads(line) for line in f if line.strip()]
+    return runs
+
+
+def table(runs):
+    """The markdown table of `runs` (`read_runs`): one row per evaluation, `COLUMNS`."""
+    rows = []
+    for name, lines in runs.items():
+        rows.append(f"\n**{name}**\n")
+        present = [c for c in COLUMNS if any(c in line for line in lines)]
+        rows.append("| " + " | ".join(present) + " |")
+        rows.append("|" + "---|" * len(present))
+        for line in lines:
+            cells = [line.get(c) for c in present]
+            rows.append(
+                "| "
+                + " | ".join("" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v) for v in cells)
+                + " |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+def plot(runs, path):
+    """FID (log scale) and the held-out AUC, `r_t` and `p` against G updates, a line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for name, lines in runs.items():
+        steps = [line["step"] for line in lines]
+        axes[0].plot(steps, [line["fid"] for line in lines], marker="o", label=name)
+        axes[1].plot(steps, [line["auc_train_held"] for line in lines], marker="o", label=name)
+        axes[2].plot(steps, [line["r_t"] for line in lines], marker="o", label=name)
+        if any("augment_p" in line for line in lines):
+            axes[1].plot(steps, [line.get("augment_p", 0.0) for line in lines], linestyle=":", label=f"{name}: p")
+    axes[0].set(yscale="log", title="FID (MNIST-5k classifier)", xlabel="G updates")
+    axes[1].set(title="P(D(train) > D(held out)), and p dotted", xlabel="G updates", ylim=(0, 1))
+    axes[2].set(title="r_t = E[sign D(train)]", xlabel="G updates", ylim=(-1.05, 1.05))
+    axes[1].axhline(0.5, color="gray", linewidth=0.5)
+    for axis in axes:
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def report(out):
+    """Writes `out/signals.md` and `out/signals.png` from the runs' lines."""
+    runs = read_runs(out)
+    with open(os.path.join(out, "signals.md"), "w") as f:
+        f.write(f"# Overfitting signals (`benchmarks/overfitting_signals.py`), {len(runs)} runs\n" + table(runs))
+    plot(runs, os.path.join(out, "signals.png"))
+
+
 def main(argv=None):
     """Trains one run and logs its signals (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -116,7 +189,11 @@ def main(argv=None):
     parser.add_argument("--adaptive_target", type=float, default=None, help="adaptive_augment.target (None: off)")
     parser.add_argument("--held_out", type=int, default=0, help="adaptive_augment.held_out (0: ADA's r_t)")
     parser.add_argument("--ramp_images", type=int, default=500_000, help="adaptive_augment.ramp_images")
+    parser.add_argument("--report_only", action="store_true", help="only write signals.md and signals.png")
     args = parser.parse_args(argv)
+    if args.report_only:
+        report(args.out)
+        return
     config = mnist.get_config(args.form)
     config.dataset = args.dataset
     config.augment = args.augment
@@ -143,6 +220,7 @@ def main(argv=None):
         overridden=(),
         extra_callbacks=[log],
     )
+    report(args.out)
 
 
 if __name__ == "__main__":

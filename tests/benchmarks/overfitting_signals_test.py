@@ -1,5 +1,6 @@
 """benchmarks/overfitting_signals.py: the candidate signals from D's logits on three sets of images."""
 
+import json
 import os
 import sys
 
@@ -30,3 +31,16 @@ class SignalsTest(tu.TestCase):
         signals = overfitting_signals.signals(logits[:2000], logits[2000:], logits[2000:])
         self.assertLess(abs(signals["auc_train_held"] - 0.5), 0.03)
         self.assertLess(abs(signals["auc_real_fake"] - 0.5), 0.03)
+
+
+class ReportTest(tu.TestCase):
+    def test_the_table_has_a_row_per_evaluation_of_each_run(self):
+        out = self.get_temp_dir()
+        lines = [{"step": 250, "fid": 700.0, "auc_train_held": 0.5}, {"step": 500, "fid": 12.5, "auc_train_held": 0.75}]
+        with open(os.path.join(out, "none_seed0.jsonl"), "w") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines))
+        runs = overfitting_signals.read_runs(out)
+        self.assertEqual(runs, {"none_seed0": lines})
+        self.assertEqual(
+            overfitting_signals.table(runs).splitlines()[-2:], ["| 250 | 700 | 0.5 |", "| 500 | 12.5 | 0.75 |"]
+        )

@@ -175,13 +175,15 @@ class CommandLine:
         self._overrides = []  # (index in argv, the argument, key, value typed after "=")
         self.flag_values = self.config = self.problem = None
         for i, arg in enumerate(argv[1:], 1):
-            if arg.startswith("--config="):
-                path, sep, variant = arg[len("--config=") :].partition(":")
+            # `--config=FILE`, or `--config FILE` (absl reads both): the file's path at `at`.
+            at, prefix = (i, "--config=") if arg.startswith("--config=") else (i + 1, "")
+            if arg.startswith("--config=") or arg == "--config" and at < len(argv):
+                path, sep, variant = argv[at][len(prefix) :].partition(":")
                 self.config_path, self.config_variant = path, variant if sep else None
                 if path and not os.path.isabs(path) and not os.path.exists(path):
                     if os.path.exists(os.path.join(REPO, path)):
-                        self.argv[i] = f"--config={os.path.join(REPO, path)}{sep}{variant}"
-                self._config_file = self.argv[i][len("--config=") :]
+                        self.argv[at] = f"{prefix}{os.path.join(REPO, path)}{sep}{variant}"
+                self._config_file = self.argv[at][len(prefix) :]
             elif arg.startswith(("--config.", "--noconfig.")):
                 key, _, value = arg.split(".", 1)[1].partition("=")
                 self._overrides.append((i, arg, key, value))

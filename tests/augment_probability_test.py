@@ -51,6 +51,17 @@ class ControllerTest(tu.TestCase):
         self.assertEqual(float(controller.observe(0.0, 4.0, 4, discriminator, held_out[:2])), 0.5)
         self.assertAllClose(p.numpy(), 0.0)
 
+    def test_many_held_out_images_are_scored_in_chunks_as_in_one(self):
+        rng = np.random.default_rng(4)
+        held_out = rng.normal(size=(130,) + tu.IMAGE).astype("float32")  # three chunks of at most 64
+        real = rng.normal(size=(5,) + tu.IMAGE).astype("float32")
+        controller = AdaptiveProbability(interval=1, held_out=held_out)
+        controller.attach(tu.IMAGE)
+        measured = float(controller.observe(0.0, 5.0, 1, _pixel_sum_discriminator(), real))
+        sums = lambda x: x.reshape(len(x), -1).sum(axis=1)  # noqa: E731
+        expected = np.mean(sums(real)[:, None] > sums(held_out)[None, :])
+        self.assertAllClose(measured, expected, atol=1e-6)
+
     def test_held_out_images_are_checked_in_one_line(self):
         with self.assertRaisesRegex(ValueError, r"^DiffAugment's held_out must be None, a positive number"):
             fp.DiffAugment("translation", p="auto", held_out=0)

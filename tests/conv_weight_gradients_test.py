@@ -78,8 +78,9 @@ class ChoiceTest(tu.TestCase):
         with self.fresh_process(), mock.patch.object(cwg, "_fastest", return_value="taps") as fastest:
             inputs = keras.Input((6, 6, 2))
             keras.Model(inputs, transpose(conv(inputs)))  # built symbolically: no gradient, nothing timed
-            fastest.assert_not_called()
             x = normal((3, 6, 6, 2), 1)
+            transpose(conv(x, training=False), training=False)  # inference (sampling, evaluation): neither
+            fastest.assert_not_called()
             with tf.GradientTape() as tape:
                 y = tf.reduce_sum(tf.cast(transpose(conv(x)), tf.float32) ** 2)
             # The transposed convolution's kernel gradient takes its output gradient as the input.

@@ -388,6 +388,15 @@ class CommandLineTest(tu.TestCase):
                     self.assertEqual(train.run(["train.py", "--workdir=w"]), 0)
         self.assertEqual(calls, [("digits", "w", 1), ("digits", "w", 2)])
 
+    def test_the_config_file_is_read_alike_after_an_equals_sign_or_a_space(self):
+        path = "configs/cifar10_cnn_hinge.py"
+        for config_args in ([f"--config={path}:inverse"], ["--config", f"{path}:inverse"]):
+            line = train.CommandLine(["train.py", *config_args, "--config.steps=3"]).read()
+            self.assertEqual((line.problem, line.config.steps, line.config.form), (None, 3, "inverse"))
+            # The file's own values (what a divergence caps its suggested rates at), overrides aside.
+            self.assertEqual((line.config_path, line.config_variant), (path, "inverse"))
+            self.assertEqual((line.file_config().steps, line.file_config().form), (100_000, "inverse"))
+
     def test_the_keys_set_on_the_command_line_reach_train(self):
         calls = []
         fake_train = lambda config, workdir, verbose, strategy, overridden: calls.append(overridden)

@@ -157,11 +157,22 @@ class AdaptiveProbability:
         return config if self.held_out is None else {**config, "held_out": self.held_out}
 
 
+#: Held-out images D scores in one call.
+_CHUNK = 64
+
+
 def _ordered_pairs(discriminator, real, held_out):
     """`[pairs with D(real) > D(held_out) (ties half), pairs]` over every (real, held-out) pair,
-    both scored by `discriminator` in inference mode (no power-iteration step)."""
+    both scored by `discriminator` in inference mode (no power-iteration step), the held-out
+    images `_CHUNK` at a time."""
     real_logits = tf.reshape(tf.cast(discriminator(real, training=False), tf.float32), [-1, 1])
-    held_logits = tf.reshape(tf.cast(discriminator(held_out, training=False), tf.float32), [1, -1])
+    held_logits = tf.concat(
+        [
+            tf.reshape(tf.cast(discriminator(held_out[i : i + _CHUNK], training=False), tf.float32), [-1])
+            for i in range(0, held_out.shape[0], _CHUNK)
+        ],
+        axis=0,
+    )[None, :]
     above = tf.reduce_sum(tf.cast(real_logits > held_logits, tf.float32))
     ties = tf.reduce_sum(tf.cast(tf.equal(real_logits, held_logits), tf.float32))
     return tf.stack([above + 0.5 * ties, tf.cast(tf.size(real_logits) * tf.size(held_logits), tf.float32)])

@@ -107,7 +107,7 @@ def resolve(setting, dtype):
     return "auto"
 
 
-def formulation(setting, x_shape, kernel_shape, strides, padding, dtype):
+def formulation(setting, x_shape, kernel_shape, strides, padding, dtype, training=None):
     """The formulation a layer with `weight_gradient=setting` computes a convolution's kernel
     gradient with: `resolve`'s, timed by `choose` for this convolution's static shapes where
     that says "auto".
@@ -120,15 +120,18 @@ def formulation(setting, x_shape, kernel_shape, strides, padding, dtype):
       strides: `(h, w)`.
       padding: "same"/"SAME" or "valid"/"VALID".
       dtype: the convolution's compute dtype.
+      training: the layer call's; False (inference: sampling, evaluation, export) takes no
+        gradient.
 
     Returns:
-      One of `WEIGHT_GRADIENTS`. While Keras builds a model symbolically (no gradient is taken
-      of that call) an "auto" setting answers "native" without timing.
+      One of `WEIGHT_GRADIENTS`. Where no gradient is taken of the call (`training=False`, or
+      while Keras builds a model symbolically) an "auto" setting answers "native" without
+      timing: the forward pass is the same whatever the kernel gradient's formulation.
     """
     resolved = resolve(setting, dtype)
     if resolved != "auto":
         return resolved
-    if symbolic_scope.in_symbolic_scope():
+    if training is False or symbolic_scope.in_symbolic_scope():
         return "native"
     return choose(x_shape, kernel_shape, strides, padding, dtype)
 

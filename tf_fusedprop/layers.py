@@ -32,7 +32,7 @@ class _FusedPropLayer:
     """Mixin that makes a Keras layer InvFusedProp-capable (per-sample parameter-gradient
     scaling inside a `ParameterGradientScaling` scope) and adds `spectral_norm` (SNGAN
     semantics). The layer names its weight matrix (`_weight_name`) and supplies
-    `_affine(inputs, weight, scaling)` (without activation)."""
+    `_affine(inputs, weight, scaling, training)` (without activation)."""
 
     _supports_parameter_gradient_scaling = True
     _weight_name = "kernel"
@@ -45,7 +45,7 @@ class _FusedPropLayer:
         scaling = ops.active_parameter_gradient_scaling()
         if scaling is None and not self.spectral_norm and self._weight_gradient_formulation() == "native":
             return super().call(inputs)
-        x = self._affine(inputs, self._normalized_kernel(training), scaling)
+        x = self._affine(inputs, self._normalized_kernel(training), scaling, training)
         activation = getattr(self, "activation", None)
         return activation(x) if activation is not None else x
 
@@ -123,7 +123,7 @@ class Dense(_FusedPropLayer, keras.layers.Dense):
         super().__init__(units, **kwargs)
         self.spectral_norm = bool(spectral_norm)
 
-    def _affine(self, inputs, kernel, scaling):
+    def _affine(self, inputs, kernel, scaling, training=None):
         if scaling is not None:
             return ops.scaled_dense(inputs, kernel, self.bias, scaling)
         x = keras.ops.matmul(inputs, kernel)
@@ -166,7 +166,7 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
             return "native"
         return conv_weight_gradients.resolve(self.weight_gradient, self.compute_dtype)
 
-    def _affine(self, inputs, kernel, scaling):
+    def _affine(self, inputs, kernel, scaling, training=None):
         setting = self._weight_gradient_formulation()
         if scaling is None and setting == "native":
             x = self.convolution_op(inputs, kernel)
@@ -174,7 +174,7 @@ class Conv2D(_FusedPropLayer, keras.layers.Conv2D):
         formulation = setting
         if setting == "auto":
             formulation = conv_weight_gradients.formulation(
-                setting, inputs.shape, kernel.shape, self.strides, self.padding, self.compute_dtype
+                setting, inputs.shape, kernel.shape, self.strides, self.padding, self.compute_dtype, training
             )
         return ops.conv2d(
             inputs,
@@ -209,7 +209,7 @@ class Conv2DTranspose(keras.layers.Conv2DTranspose):
     def get_config(self):
         return {**super().get_config(), "weight_gradient": self.weight_gradient}
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         plain = (
             self.output_padding is not None
             or tuple(self.dilation_rate) != (1, 1)
@@ -235,6 +235,7 @@ class Conv2DTranspose(keras.layers.Conv2DTranspose):
                 self.strides,
                 self.padding,
                 self.compute_dtype,
+                training,
             )
         x = ops.conv2d_transpose(
             inputs, self.kernel, self.bias, self.strides, self.padding, weight_gradient=formulation
@@ -263,7 +264,7 @@ class Embedding(_FusedPropLayer, keras.layers.Embedding):
         super().__init__(input_dim, output_dim, **kwargs)
         self.spectral_norm = bool(spectral_norm)
 
-    def _affine(self, inputs, table, scaling):
+    def _affine(self, inputs, table, scaling, training=None):
         if scaling is not None:
             return ops.scaled_embedding(inputs, table, scaling)
         return tf.gather(table, tf.cast(inputs, "int32"))

@@ -103,6 +103,13 @@ class ValidateTest(tu.TestCase):
             r"and dataset 'digits' holds none back \(your images and mnist1k do\); received held_out=16, set it to 0$",
         ),
         (
+            "mnist1k64",
+            "adaptive_augment.held_out",
+            2000,
+            r"invalid config.adaptive_augment: adaptive_augment.held_out must be a number of images from 0 to 1024 "
+            r"\(D scores them all at every adjustment\); received held_out=2000$",
+        ),
+        (
             "digits",
             "adaptive_augment.interval",
             0,

@@ -203,6 +203,9 @@ GAN_FIELDS = (
 
 #: Fields added after runs were recorded, with the value that means what those runs did: a
 #: `config.json` without one reads as having that value (a resume, the benchmarks' records).
+#: The most real images an adaptive augmentation holds out (`adaptive_augment.held_out`).
+MAX_HELD_OUT = 1024
+
 ADDED_FIELDS = {
     "warmup": 0,
     "alternate_every": 0,
@@ -352,6 +355,13 @@ def _augment(config):
     settings = dict(config.adaptive_augment)
     adaptive = settings["target"] is not None
     settings["held_out"] = settings["held_out"] or None  # 0: ADA's signal
+    if settings["held_out"] is not None and not (
+        _is_int(settings["held_out"]) and settings["held_out"] <= MAX_HELD_OUT
+    ):
+        raise ValueError(
+            f"adaptive_augment.held_out must be a number of images from 0 to {MAX_HELD_OUT} (D scores them all at "
+            f"every adjustment); received held_out={settings['held_out']!r}"
+        )
     if settings["held_out"] is not None and datasets.get(config.dataset).held_out is None:
         raise ValueError(
             f"adaptive_augment.held_out needs real images that D never trains on, and dataset {config.dataset!r} "

@@ -237,9 +237,10 @@ def _build(config, checked, strategy, checkpoint):
     data = checked.data
     with strategy.scope():
         gan = build_gan(config, precision, data.network_inputs, checked)
+    initial_epoch = checkpoint.restore(gan)
+    # After the restore: the images the pipeline leaves out now, also if the data changed.
     if gan.augment is not None and gan.augment.adaptive is not None and gan.augment.adaptive.held_out:
         gan.augment.adaptive.hold_out(data.held_out(gan.augment.adaptive.held_out))
-    initial_epoch = checkpoint.restore(gan)
     # The checkpoint holds the optimizers' learning rates too; the config's are used.
     gan.d_optimizer.learning_rate = config.d_lr
     gan.g_optimizer.learning_rate = checked.plan.g_learning_rate()

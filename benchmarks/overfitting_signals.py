@@ -148,13 +148,14 @@ def plot(runs, path):
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for name, lines in runs.items():
-        steps = [line["step"] for line in lines]
-        axes[0].plot(steps, [line["fid"] for line in lines], marker="o", label=name)
-        axes[1].plot(steps, [line["auc_train_held"] for line in lines], marker="o", label=name)
-        axes[2].plot(steps, [line["r_t"] for line in lines], marker="o", label=name)
+    for index, (name, lines) in enumerate(runs.items()):
+        steps, color = [line["step"] for line in lines], f"C{index}"  # one colour per run in every panel
+        axes[0].plot(steps, [line["fid"] for line in lines], marker="o", color=color, label=name)
+        axes[1].plot(steps, [line["auc_train_held"] for line in lines], marker="o", color=color, label=name)
+        axes[2].plot(steps, [line["r_t"] for line in lines], marker="o", color=color, label=name)
         if any("augment_p" in line for line in lines):
-            axes[1].plot(steps, [line.get("augment_p", 0.0) for line in lines], linestyle=":", label=f"{name}: p")
+            p = [line.get("augment_p", 0.0) for line in lines]
+            axes[1].plot(steps, p, linestyle=":", color=color, label=f"{name}: p")
     axes[0].set(yscale="log", title="FID (MNIST-5k classifier)", xlabel="G updates")
     axes[1].set(title="P(D(train) > D(held out)), and p dotted", xlabel="G updates", ylim=(0, 1))
     axes[2].set(title="r_t = E[sign D(train)]", xlabel="G updates", ylim=(-1.05, 1.05))

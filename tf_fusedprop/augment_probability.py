@@ -125,6 +125,10 @@ class AdaptiveProbability:
         """Sets the held-out images (after `attach`; e.g. a run that rebuilds its model)."""
         self.variables[3].assign(np.asarray(images, np.float32))
 
+    def due(self, step):
+        """Whether `p` moves after G update `step`: a boolean scalar tensor."""
+        return tf.equal(tf.cast(step, tf.int64) % self.interval, 0)
+
     def observe(self, sign_sum, seen, step, discriminator=None, real=None):
         """Adds this update's `sign_sum` (of `sign(D(real))`) over `seen` real samples on this
         replica, and after update `step` (G updates so far) when `interval` divides it moves `p`.
@@ -132,7 +136,7 @@ class AdaptiveProbability:
         samples) against the held-out images, by `discriminator`; returns it (a float32 scalar,
         0 where no adjustment is due), else None."""
         p, sign_sum_var, seen_var = self.variables[:3]
-        due = tf.equal(tf.cast(step, tf.int64) % self.interval, 0)
+        due = self.due(step)
         if self.held_out is None:
             totals = replicas.summed(tf.stack([tf.cast(sign_sum, tf.float32), tf.cast(seen, tf.float32)]))
             sign_sum, seen = sign_sum_var.value + totals[0], seen_var.value + totals[1]

@@ -272,7 +272,7 @@ class FusedPropGAN(keras.Model):
             )
             logs["real_sign"] = tf.add_n(real_signs) / len(real_signs)
             if measured is not None:  # counted in the epoch's mean only where it was measured
-                due = tf.cast(tf.equal(tf.cast(step, tf.int64) % self.augment.adaptive.interval, 0), tf.float32)
+                due = tf.cast(self.augment.adaptive.due(step), tf.float32)
                 self._trackers["real_above_held_out"].update_state(measured, sample_weight=due)
         for name, value in logs.items():
             self._trackers[name].update_state(value)

@@ -140,22 +140,67 @@ def table(runs):
     return "\n".join(rows) + "\n"
 
 
+def by_setting(runs):
+    """`{setting: {seed: lines}}` of `runs` (`read_runs`): a run named `NAME_seedN` is seed N of NAME."""
+    settings = {}
+    for name, lines in runs.items():
+        setting, _, seed = name.rpartition("_seed")
+        if not setting or not seed.isdigit():
+            setting, seed = name, "0"
+        settings.setdefault(setting, {})[int(seed)] = lines
+    return settings
+
+
+def _mean_std(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return ""
+    if len(values) == 1:
+        return f"{values[0]:.3g}"
+    return f"{np.mean(values):.3g} ± {np.std(values, ddof=1):.2g}"
+
+
+def seed_summary(runs, key="fid"):
+    """The markdown table of each setting's `key` over its seeds: per evaluation the mean ± std of
+    the seeds that reached it, then each seed's best (at its G update)."""
+    settings = by_setting(runs)
+    steps = sorted({line["step"] for seeds in settings.values() for lines in seeds.values() for line in lines})
+    head = ["setting", "seeds"] + [f"{s:,}" for s in steps] + ["best per seed (update)"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for setting, seeds in settings.items():
+        at = {seed: {line["step"]: line.get(key) for line in lines} for seed, lines in seeds.items()}
+        cells = [setting, ", ".join(str(seed) for seed in sorted(seeds))]
+        cells += [_mean_std([at[seed].get(step) for seed in sorted(seeds)]) for step in steps]
+        best = []
+        for seed in sorted(seeds):
+            reached = {step: value for step, value in at[seed].items() if value is not None}
+            if reached:
+                step = min(reached, key=reached.get)
+                best.append(f"s{seed} {reached[step]:.3g} ({step:,})")
+        cells.append("; ".join(best))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def plot(runs, path):
-    """FID (log scale) and the held-out AUC, `r_t` and `p` against G updates, a line per run."""
+    """FID (log scale) and the held-out AUC, `r_t` and `p` against G updates: a line per run, a
+    colour per setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for index, (name, lines) in enumerate(runs.items()):
-        steps, color = [line["step"] for line in lines], f"C{index}"  # one colour per run in every panel
-        axes[0].plot(steps, [line["fid"] for line in lines], marker="o", color=color, label=name)
-        axes[1].plot(steps, [line["auc_train_held"] for line in lines], marker="o", color=color, label=name)
-        axes[2].plot(steps, [line["r_t"] for line in lines], marker="o", color=color, label=name)
-        if any("augment_p" in line for line in lines):
-            p = [line.get("augment_p", 0.0) for line in lines]
-            axes[1].plot(steps, p, linestyle=":", color=color, label=f"{name}: p")
+    for index, (setting, seeds) in enumerate(by_setting(runs).items()):
+        color = f"C{index}"  # one colour per setting (its seeds alike) in every panel
+        for number, (_, lines) in enumerate(sorted(seeds.items())):
+            steps, label = [line["step"] for line in lines], setting if number == 0 else None
+            axes[0].plot(steps, [line["fid"] for line in lines], marker="o", markersize=3, color=color, label=label)
+            axes[1].plot(steps, [line["auc_train_held"] for line in lines], marker="o", markersize=3, color=color)
+            axes[2].plot(steps, [line["r_t"] for line in lines], marker="o", markersize=3, color=color, label=label)
+            if any("augment_p" in line for line in lines):
+                p = [line.get("augment_p", 0.0) for line in lines]
+                axes[1].plot(steps, p, linestyle=":", color=color, label=f"{setting}: p" if label else None)
     axes[0].set(yscale="log", title="FID (MNIST-5k classifier)", xlabel="G updates")
     axes[1].set(title="P(D(train) > D(held out)), and p dotted", xlabel="G updates", ylim=(0, 1))
     axes[2].set(title="r_t = E[sign D(train)]", xlabel="G updates", ylim=(-1.05, 1.05))
@@ -173,7 +218,9 @@ def report(out):
     """Writes `out/signals.md` and `out/signals.png` from the runs' lines."""
     runs = read_runs(out)
     with open(os.path.join(out, "signals.md"), "w") as f:
-        f.write(f"# Overfitting signals (`benchmarks/overfitting_signals.py`), {len(runs)} runs\n" + table(runs))
+        f.write(f"# Overfitting signals (`benchmarks/overfitting_signals.py`), {len(runs)} runs\n\n")
+        f.write("FID per setting over its seeds (mean ± std of the seeds that reached each update):\n\n")
+        f.write(seed_summary(runs) + "\nEvery evaluation of every run:\n" + table(runs))
     plot(runs, os.path.join(out, "signals.png"))
 
 

@@ -44,3 +44,16 @@ class ReportTest(tu.TestCase):
         self.assertEqual(
             overfitting_signals.table(runs).splitlines()[-2:], ["| 250 | 700 | 0.5 |", "| 500 | 12.5 | 0.75 |"]
         )
+
+    def test_the_seed_summary_has_a_row_per_setting_with_the_mean_over_its_seeds(self):
+        runs = {
+            "none_seed0": [{"step": 250, "fid": 10.0}, {"step": 500, "fid": 4.0}, {"step": 750, "fid": 8.0}],
+            "none_seed1": [{"step": 250, "fid": 20.0}, {"step": 500, "fid": 6.0}],
+            "adaptive_held_out64_seed2": [{"step": 250, "fid": 30.0}],
+        }
+        self.assertEqual(list(overfitting_signals.by_setting(runs)), ["none", "adaptive_held_out64"])
+        lines = overfitting_signals.seed_summary(runs).splitlines()
+        self.assertEqual(lines[0], "| setting | seeds | 250 | 500 | 750 | best per seed (update) |")
+        # std with ddof 1: 10 and 20 -> 7.07; 4 and 6 -> 1.41
+        self.assertEqual(lines[2], "| none | 0, 1 | 15 ± 7.1 | 5 ± 1.4 | 8 | s0 4 (500); s1 6 (500) |")
+        self.assertEqual(lines[3], "| adaptive_held_out64 | 2 | 30 |  |  | s2 30 (250) |")

@@ -63,6 +63,14 @@ STABILIZERS = {
         "adaptive_augment.target": 0.6,
         "adaptive_augment.ramp_images": 100_000,
     },
+    # ... following D's memory instead (`P(D(real) > D(held_out))` against 64 images training
+    # never reads, issue 61's second signal), as benchmarks/overfitting_signals.py ran it.
+    "adaptive_diffaugment_held_out64": {
+        "augment": "translation,cutout",
+        "adaptive_augment.target": 0.6,
+        "adaptive_augment.held_out": 64,
+        "adaptive_augment.ramp_images": 100_000,
+    },
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

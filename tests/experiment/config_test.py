@@ -96,11 +96,12 @@ class ValidateTest(tu.TestCase):
             r"operations, and it names none; set one, e.g. --config.augment=translation,cutout$",
         ),
         (
-            "digits",
+            "cifar10_cnn_ns",
             "adaptive_augment.held_out",
             16,
             r"invalid config.adaptive_augment: adaptive_augment.held_out needs real images that D never trains on, "
-            r"and dataset 'digits' holds none back \(your images and mnist1k do\); received held_out=16, set it to 0$",
+            r"and dataset 'cifar10' holds none back \(your images and the digit sets do\); received held_out=16, "
+            r"set it to 0$",
         ),
         (
             "mnist1k64",

@@ -167,6 +167,24 @@ class SpecTest(tu.TestCase):
             with contextlib.redirect_stdout(io.StringIO()):
                 datasets.open_dataset(config).contents  # noqa: B018
 
+    def test_a_digit_set_holds_back_a_fixed_draw_of_its_own_that_training_skips(self):
+        config = tu.tiny_config("digits")
+        config.update(batch_size=64, augment="translation")
+        unaugmented = [b.numpy() for b in datasets.open_dataset(config).pipeline(3).take(2)]
+        expected = [b.numpy() for b in real_samples.digits(64, image_size=16, seed=3).take(2)]
+        self.assertAllEqual(unaugmented, expected)  # holding none back: the pipeline as it always was
+        config.adaptive_augment.update(target=0.6, held_out=40)
+        data = datasets.open_dataset(config)
+        everything = real_samples.digits_array(16)
+        rows = datasets.held_out_rows(len(everything), 40)
+        self.assertAllEqual(data.held_out(40), everything[rows])
+        self.assertAllEqual(rows, datasets.held_out_rows(len(everything), 40))  # the same draw every time
+        key = lambda images: {image.tobytes() for image in np.asarray(images)}  # noqa: E731
+        trained = set()
+        for batch in data.pipeline(3).take(1757 // 64 + 1):  # a pass over the 1,757 left, and more
+            trained |= key(batch)
+        self.assertEqual(trained, key(np.delete(everything, rows, axis=0)))
+
     @parameterized.parameters((32, (512, 64)), (64, (512, 64)), (128, (256, 32)), (256, (128, 16)))
     def test_widths_left_unset_follow_the_image_size(self, size, widths):
         config = tu.CONFIG_MODULES["images"].get_config()

@@ -365,7 +365,7 @@ def _augment(config):
     if settings["held_out"] is not None and datasets.get(config.dataset).held_out is None:
         raise ValueError(
             f"adaptive_augment.held_out needs real images that D never trains on, and dataset {config.dataset!r} "
-            f"holds none back (your images and mnist1k do); received held_out={settings['held_out']!r}, set it to 0"
+            f"holds none back (your images and the digit sets do); received held_out={settings['held_out']!r}, set it to 0"
         )
     if settings["held_out"] is not None and (config.num_classes is not None or config.get("conditional")):
         raise ValueError(

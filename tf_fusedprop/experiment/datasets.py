@@ -129,11 +129,15 @@ def held_out_count(config):
     return adaptive.held_out if config.augment and adaptive.target is not None else 0
 
 
+def held_out_rows(count, n):
+    """The rows of a set of `count` samples that a run holding `n` back keeps out of training: a
+    fixed draw, spread over the set whatever its order, ascending."""
+    return np.sort(np.random.default_rng(0).permutation(count)[:n])
+
+
 def _held_out_rows(data):
-    """The rows of a user's images held back from training (`held_out_count`): a fixed draw,
-    spread over the set whatever its order on disk."""
-    n = held_out_count(data.config)
-    return np.sort(np.random.default_rng(0).permutation(len(data.contents.images))[:n])
+    """The rows of a user's images held back from training (`held_out_count`)."""
+    return held_out_rows(len(data.contents.images), held_out_count(data.config))
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,21 +183,40 @@ def _digits_evaluator(source, label):
 
 def _digit_set(name, label, pipeline, eval_samples, scored_on=None, held_out=None):
     """The `DatasetSpec` of a labelled digit set held in memory (`real_samples.LABELLED_DIGITS`),
-    scored under the classifier of the set itself, or of the set `scored_on` `(name, label)`;
-    `held_out(n, image_size)` gives digits it never trains on, if any."""
+    scored under the classifier of the set itself, or of the set `scored_on` `(name, label)`.
+    `held_out(n, image_size)` gives digits outside the set, which it never trains on; without
+    it, a run that holds digits back (`held_out_count`) holds a fixed draw of the set's own
+    (`held_out_rows`), and training skips them."""
+    images = real_samples.labelled_digits(name)[0]
+
+    def own_held_out(data, n):
+        array = images(data.config.image_size)
+        return array[held_out_rows(len(array), n)]
+
+    def training_rows(data):
+        n = held_out_count(data.config) if held_out is None else 0
+        if not n:
+            return None
+        count = len(images(data.config.image_size))
+        return np.setdiff1d(np.arange(count), held_out_rows(count, n))
+
     return DatasetSpec(
         name=name,
         fields=("image_size",),
         image=True,
         sample_shape=lambda data: (data.config.image_size, data.config.image_size, 1),
         pipeline=lambda data, seed: pipeline(
-            data.config.batch_size, image_size=data.config.image_size, seed=seed, labels=_labelled(data.config)
+            data.config.batch_size,
+            image_size=data.config.image_size,
+            seed=seed,
+            labels=_labelled(data.config),
+            rows=training_rows(data),
         ),
         evaluator=_digits_evaluator(*(scored_on or (name, label))),
         render=_image_grid,
         classes=10,
         eval_samples=eval_samples,
-        held_out=None if held_out is None else lambda data, n: held_out(n, data.config.image_size),
+        held_out=own_held_out if held_out is None else lambda data, n: held_out(n, data.config.image_size),
     )
 
 

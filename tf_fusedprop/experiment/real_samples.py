@@ -215,7 +215,7 @@ def digits_labels():
     return load_digits().target.astype(np.int32)
 
 
-def digits(batch_size, image_size=16, seed=0, repeat=True, labels=False):
+def digits(batch_size, image_size=16, seed=0, repeat=True, labels=False, rows=None):
     """scikit-learn's handwritten digits as a batched pipeline (see `digits_array`).
 
     The whole set (1,797 images) is shuffled with a full buffer; one pass (`repeat=False`)
@@ -227,18 +227,22 @@ def digits(batch_size, image_size=16, seed=0, repeat=True, labels=False):
       seed: seed of the shuffle.
       repeat: repeat indefinitely (`True`) or stop after one pass (`False`).
       labels: yield `(images, labels)` pairs (int32 digits `[batch_size]`).
+      rows: the indices of the digits to train on, ascending; None: all of them.
 
     Returns:
       A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1]
       (paired with their labels when `labels=True`).
     """
-    return _in_memory(digits_array(image_size), digits_labels() if labels else None, batch_size, seed, repeat)
+    return _in_memory(digits_array(image_size), digits_labels() if labels else None, batch_size, seed, repeat, rows)
 
 
-def _in_memory(images, labels, batch_size, seed, repeat):
+def _in_memory(images, labels, batch_size, seed, repeat, rows=None):
     """A batched pipeline of an array of images (and their labels, unless None), shuffled with
-    a full buffer."""
+    a full buffer; only `rows` of them (ascending indices) where given."""
     batch_size = positive_int("batch_size", batch_size)
+    if rows is not None:
+        rows = np.asarray(rows, np.int64)
+        images, labels = images[rows], None if labels is None else labels[rows]
     ds = tf.data.Dataset.from_tensor_slices(images if labels is None else (images, labels))
     return _shuffled_batches(ds, batch_size, seed, repeat, len(images))
 
@@ -365,15 +369,16 @@ def mnist5k_labels():
     return _mnist5k_rows()[:, -1].astype(np.int32)
 
 
-def mnist5k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False):
+def mnist5k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False, rows=None):
     """The MNIST-5k digits as a batched pipeline (see `mnist5k_array`), shuffled with a full
-    buffer; one pass (`repeat=False`) yields `5000 // batch_size` batches.
+    buffer; one pass (`repeat=False`) yields `5000 // batch_size` batches; only `rows` of them
+    (ascending indices) where given.
 
     Returns:
       A dataset of float32 tensors of shape `[batch_size, image_size, image_size, 1]` in [-1, 1]
       (paired with their int32 labels when `labels=True`).
     """
-    return _in_memory(mnist5k_array(image_size), mnist5k_labels() if labels else None, batch_size, seed, repeat)
+    return _in_memory(mnist5k_array(image_size), mnist5k_labels() if labels else None, batch_size, seed, repeat, rows)
 
 
 #: Digits per class in `mnist1k`.
@@ -410,9 +415,9 @@ def mnist1k_labels():
     return mnist5k_labels()[mnist1k_indices()]
 
 
-def mnist1k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False):
+def mnist1k(batch_size, image_size=MNIST5K_SIZE, seed=0, repeat=True, labels=False, rows=None):
     """The MNIST-1k digits as a batched pipeline (as `mnist5k`)."""
-    return _in_memory(mnist1k_array(image_size), mnist1k_labels() if labels else None, batch_size, seed, repeat)
+    return _in_memory(mnist1k_array(image_size), mnist1k_labels() if labels else None, batch_size, seed, repeat, rows)
 
 
 #: The labelled digit sets by name: `(images(image_size), labels())`, in [-1, 1] and 0-9.

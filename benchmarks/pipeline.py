@@ -24,6 +24,7 @@ import time
 
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import numpy as np
+import own_flags
 import tensorflow as tf
 from absl import app, flags
 
@@ -34,15 +35,26 @@ from tf_fusedprop.experiment import image_files, real_samples, train_lib
 from tf_fusedprop.networks import sngan
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("sizes", ["32", "64", "128"], "Image sizes (px).")
-flags.DEFINE_integer("images", 2000, "JPEG files written per size.")
-flags.DEFINE_integer("batches", 200, "Pipeline batches (of 64) timed per size.")
-flags.DEFINE_integer("steps", 6, "Fused steps timed per size (after 2 untimed ones).")
-flags.DEFINE_integer("batch_size", 64, "Real images per step.")
-flags.DEFINE_integer("generator_width", None, "G's width (default: configs/images.py's for the size).")
-flags.DEFINE_integer("photos", 0, "Phone-sized JPEGs (4000x3000) to prepare, before and after (0: none).")
-flags.DEFINE_integer("photo_size", 64, "The target size the photos are prepared at (px).")
-flags.DEFINE_integer("discriminator_width", None, "D's width (default: configs/images.py's for the size).")
+
+
+def define_flags(values=FLAGS):
+    """The command line's flags, on `values` (defined when run, not when imported: other
+    benchmarks define the same names; `run` defines them on its own `FlagValues`)."""
+    flags.DEFINE_list("sizes", ["32", "64", "128"], "Image sizes (px).", flag_values=values)
+    flags.DEFINE_integer("images", 2000, "JPEG files written per size.", flag_values=values)
+    flags.DEFINE_integer("batches", 200, "Pipeline batches (of 64) timed per size.", flag_values=values)
+    flags.DEFINE_integer("steps", 6, "Fused steps timed per size (after 2 untimed ones).", flag_values=values)
+    flags.DEFINE_integer("batch_size", 64, "Real images per step.", flag_values=values)
+    flags.DEFINE_integer(
+        "generator_width", None, "G's width (default: configs/images.py's for the size).", flag_values=values
+    )
+    flags.DEFINE_integer(
+        "photos", 0, "Phone-sized JPEGs (4000x3000) to prepare, before and after (0: none).", flag_values=values
+    )
+    flags.DEFINE_integer("photo_size", 64, "The target size the photos are prepared at (px).", flag_values=values)
+    flags.DEFINE_integer(
+        "discriminator_width", None, "D's width (default: configs/images.py's for the size).", flag_values=values
+    )
 
 
 def write_jpegs(directory, count, size, seed=0):
@@ -103,13 +115,14 @@ def pipeline_images_per_second(images, batches, batch_size):
     return batches * batch_size / (time.perf_counter() - start)
 
 
-def step_images_per_second(size, batch_size, steps, real):
-    """Real images/s that the fused step of configs/images.py at `size` consumes."""
+def step_images_per_second(size, batch_size, steps, real, generator_width=None, discriminator_width=None):
+    """Real images/s that the fused step of configs/images.py at `size` consumes (the widths: None
+    for configs/images.py's at `size`)."""
     config = images_config.get_config()
     config.update(image_size=size, batch_size=batch_size, steps_per_execution=1)
     g_width, d_width = sngan.default_widths(size)
-    config.generator.width = FLAGS.generator_width or g_width
-    config.discriminator.width = FLAGS.discriminator_width or d_width
+    config.generator.width = generator_width or g_width
+    config.discriminator.width = discriminator_width or d_width
     gan = train_lib.build_gan(config, network_inputs=networks.facts(config.network).inputs((size, size, 3)))
     step = tf.function(gan.train_step)
     for _ in range(2):
@@ -121,23 +134,35 @@ def step_images_per_second(size, batch_size, steps, real):
     return steps * batch_size / (time.perf_counter() - start)
 
 
+def run(argv):
+    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
+    command line's; prints what the command line prints."""
+    _main(own_flags.parse(define_flags, argv))
+
+
 def main(argv):
     del argv
+    _main(FLAGS)
+
+
+def _main(values):
     print(machine.header())
-    if FLAGS.photos:
-        photos_per_second(FLAGS.photos, FLAGS.photo_size)
+    if values.photos:
+        photos_per_second(values.photos, values.photo_size)
     rows = []
-    for size in map(int, FLAGS.sizes):
+    for size in map(int, values.sizes):
         with tempfile.TemporaryDirectory() as tmp:
             folder = os.path.join(tmp, "images")
             os.makedirs(folder)
-            write_jpegs(folder, FLAGS.images, size)
+            write_jpegs(folder, values.images, size)
             start = time.perf_counter()
             prepared = image_files.decode_once(folder, size, os.path.join(tmp, "cache"))
-            decode = FLAGS.images / (time.perf_counter() - start)
-        pipeline = pipeline_images_per_second(prepared.images, FLAGS.batches, FLAGS.batch_size)
-        real = tf.constant(real_samples.from_uint8(prepared.images[: FLAGS.batch_size]))
-        step = step_images_per_second(size, FLAGS.batch_size, FLAGS.steps, real)
+            decode = values.images / (time.perf_counter() - start)
+        pipeline = pipeline_images_per_second(prepared.images, values.batches, values.batch_size)
+        real = tf.constant(real_samples.from_uint8(prepared.images[: values.batch_size]))
+        step = step_images_per_second(
+            size, values.batch_size, values.steps, real, values.generator_width, values.discriminator_width
+        )
         rows.append((size, decode, pipeline, step))
         print(
             f"  {size} px: prepared {decode:.0f} images/s, pipeline {pipeline:.0f} images/s, fused step {step:.1f} images/s",
@@ -155,4 +180,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -49,6 +49,7 @@ from unittest import mock
 import keras
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import numpy as np
+import own_flags
 import tensorflow as tf
 from absl import app, flags
 from ml_collections import config_flags
@@ -57,20 +58,70 @@ import tf_fusedprop as fp
 from tf_fusedprop import conv_weight_gradients, networks, precision
 from tf_fusedprop import layers as fp_layers
 
+#: The flags that this module's functions read: the command line's (`define_flags` when run), or
+#: those `parsed` from an argv of their own while in its block (`run`: the benchmark from Python).
 FLAGS = flags.FLAGS
-flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
-flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).")
-flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds; the median over rounds is reported.")
-flags.DEFINE_integer("steps_per_round", 3, "Steps per (variant, form) per round.")
-flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per (variant, form) after tracing.")
-flags.DEFINE_list("forms", "alternating,alternating_paper,fused,inverse,adaptive", "Forms to time.")
-flags.DEFINE_list("variants", "float32", "Variants to time, each a '+'-joined set of levers (see the docstring).")
-flags.DEFINE_bool("mixed_precision", False, "Shorthand for --variants=mixed_bfloat16.")
-flags.DEFINE_bool("jit_compile", False, "Shorthand: add +xla to every variant.")
-flags.DEFINE_string("profile_dir", None, "Write a TF profiler trace of the first (variant, form) here.")
-config_flags.DEFINE_config_file(
-    "config", None, "A train.py config (configs/<name>.py[:variant]): time the GANs train.py builds from it."
-)
+
+
+def define_flags(values=flags.FLAGS, argv=None):
+    """The command line's flags, on `values` (defined when run, not when imported: other
+    benchmarks define the same names); `argv`: the arguments whose `--config.<key>` overrides
+    are parsed (None: `sys.argv`)."""
+    flags.DEFINE_string(
+        "network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).", flag_values=values
+    )
+    flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).", flag_values=values)
+    flags.DEFINE_integer(
+        "rounds", 5, "Interleaved timing rounds; the median over rounds is reported.", flag_values=values
+    )
+    flags.DEFINE_integer("steps_per_round", 3, "Steps per (variant, form) per round.", flag_values=values)
+    flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per (variant, form) after tracing.", flag_values=values)
+    flags.DEFINE_list(
+        "forms", "alternating,alternating_paper,fused,inverse,adaptive", "Forms to time.", flag_values=values
+    )
+    flags.DEFINE_list(
+        "variants",
+        "float32",
+        "Variants to time, each a '+'-joined set of levers (see the docstring).",
+        flag_values=values,
+    )
+    flags.DEFINE_bool("mixed_precision", False, "Shorthand for --variants=mixed_bfloat16.", flag_values=values)
+    flags.DEFINE_bool("jit_compile", False, "Shorthand: add +xla to every variant.", flag_values=values)
+    flags.DEFINE_string(
+        "profile_dir", None, "Write a TF profiler trace of the first (variant, form) here.", flag_values=values
+    )
+    config_flags.DEFINE_config_file(
+        "config",
+        None,
+        "A train.py config (configs/<name>.py[:variant]): time the GANs train.py builds from it.",
+        flag_values=values,
+        sys_argv=argv,
+    )
+
+
+@contextlib.contextmanager
+def parsed(argv):
+    """Flags of their own parsed from `argv` (program name first), read by this module's functions
+    (`FLAGS`) while in the block; yields them.
+
+    Raises:
+      absl.flags.Error: `argv` does not parse.
+    """
+    global FLAGS
+    values = own_flags.parse(lambda values: define_flags(values, argv), argv)
+    previous, FLAGS = FLAGS, values
+    try:
+        yield values
+    finally:
+        FLAGS = previous
+
+
+def run(argv):
+    """The benchmark from Python: `argv` (program name first) parsed as the command line's;
+    prints what the command line prints."""
+    with parsed(argv):
+        main([])
+
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
@@ -349,4 +400,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

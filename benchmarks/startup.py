@@ -22,14 +22,23 @@ import time
 
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
 import numpy as np
+import own_flags
 import tensorflow as tf
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("images", 10_000, "PNG files in the folder.")
-flags.DEFINE_integer("size", 64, "The image size trained at (px).")
-flags.DEFINE_integer("source_size", 96, "The side of the PNG files written (px).")
-flags.DEFINE_multi_string("override", [], "KEY=VALUE passed to train.py as --config.KEY=VALUE (e.g. widths).")
+
+
+def define_flags(values=FLAGS):
+    """The command line's flags, on `values` (defined when run, not when imported: other
+    benchmarks define the same names; `run` defines them on its own `FlagValues`)."""
+    flags.DEFINE_integer("images", 10_000, "PNG files in the folder.", flag_values=values)
+    flags.DEFINE_integer("size", 64, "The image size trained at (px).", flag_values=values)
+    flags.DEFINE_integer("source_size", 96, "The side of the PNG files written (px).", flag_values=values)
+    flags.DEFINE_multi_string(
+        "override", [], "KEY=VALUE passed to train.py as --config.KEY=VALUE (e.g. widths).", flag_values=values
+    )
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,14 +74,24 @@ def stamped_run(command, env):
     return stamps
 
 
+def run(argv):
+    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
+    command line's; prints what the command line prints."""
+    _main(own_flags.parse(define_flags, argv))
+
+
 def main(argv):
     del argv
+    _main(FLAGS)
+
+
+def _main(values):
     print(machine.header())
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "images")
         os.makedirs(folder)
-        write_pngs(folder, FLAGS.images, FLAGS.source_size)
-        print(f"{FLAGS.images} PNG files of {FLAGS.source_size} px, trained at {FLAGS.size} px", flush=True)
+        write_pngs(folder, values.images, values.source_size)
+        print(f"{values.images} PNG files of {values.source_size} px, trained at {values.size} px", flush=True)
         env = {**os.environ, "TF_FUSEDPROP_CACHE": os.path.join(tmp, "cache")}
         rows = []
         for name in ("first run (empty cache)", "cached run"):
@@ -81,7 +100,7 @@ def main(argv):
                 "train.py",
                 "--config=configs/images.py",
                 f"--config.data={folder}",
-                f"--config.image_size={FLAGS.size}",
+                f"--config.image_size={values.size}",
                 "--config.steps=1",
                 "--config.steps_per_epoch=1",
                 "--config.steps_per_execution=1",
@@ -89,7 +108,7 @@ def main(argv):
                 "--config.grid_samples=4",
                 "--config.inception_path=None",
                 f"--workdir={os.path.join(tmp, 'run' + str(len(rows)))}",
-                *(f"--config.{item}" for item in FLAGS.override),
+                *(f"--config.{item}" for item in values.override),
             ]
             stamps = stamped_run(command, env)
             rows.append((name, stamps))
@@ -103,4 +122,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

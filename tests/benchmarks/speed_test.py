@@ -1,83 +1,85 @@
 """benchmarks/speed.py: the levers build what they name, and a tiny run prints its table.
 
-speed.py defines its absl flags when imported, as do other benchmarks, so it runs in fresh
-processes here.
+speed.py defines its absl flags when run, as do other benchmarks (the same names), so it runs
+in this process here with flags of its own: `speed.parsed(argv)` for its functions, `speed.run`
+for the whole command line.
 """
 
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
+
+import keras
+from absl import app
 
 from tests import testing_utils as tu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The benchmark scripts import their sibling `machine` as a top-level module, as when run.
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import speed  # noqa: E402
 
-# Builds the digits pair under each variant and prints the class names of its layers, as JSON;
-# first, what the command line says for an unknown lever and for a form --config cannot time
-# (absl's UsageError: in this process, rather than one process per refusal).
-_LAYER_CLASSES = """
-import json, sys
-import keras
-sys.path.insert(0, "benchmarks")
-import speed
 
-def name(layer):
+def layer_class(layer):
+    """`keras.<class>` for a Keras layer, else `<top-level package>.<class>`."""
     cls = type(layer)
     package = "keras" if getattr(keras.layers, cls.__name__, None) is cls else cls.__module__.split(".")[0]
     return package + "." + cls.__name__
 
-speed.FLAGS(["speed", "--config=configs/digits.py", "--forms=alternating_paper"])
-try:
-    speed._builders()
-except Exception as err:
-    print("REFUSED", type(err).__name__, err)
-speed.FLAGS.unparse_flags()
-speed.FLAGS(["speed", "--config=configs/mnist64.py", "--forms=fused"])
-print("DESCRIBED", speed._builders()[2])
-speed.FLAGS.unparse_flags()
-speed.FLAGS(["speed", "--config=configs/mnist.py", "--forms=fused"])
-speed.FLAGS.config.generator.width, speed.FLAGS.config.discriminator.width = 8, 4
-config, data = speed.completed_config(speed.FLAGS.config)
-print("MIX", speed._builders()[2].endswith("each form alone: the config's schedule of forms is modelled from them)"))
-print("TIMED", config.alternate_every, speed.config_gan("fused", config, data)[0].form.name)
-speed.FLAGS.unparse_flags()
-speed.FLAGS(["speed", "--network=digits"])
-try:
-    speed.parse_variant("float32+keras_everything")
-except Exception as err:
-    print("REFUSED", type(err).__name__, err)
-out = {}
-for variant in sys.argv[1:]:
-    levers = speed.parse_variant(variant)
-    g, d = speed.build_networks(levers, speed.precision.choose(levers["precision"]))
-    out[variant] = {key: sorted({name(layer) for layer in model.layers}) for key, model in (("g", g), ("d", d))}
-print(json.dumps(out))
-"""
+
+def printed_run(*args):
+    """What `benchmarks/speed.py args` prints (run in this process; an error raises)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        speed.run(["speed.py", *args])
+    return out.getvalue()
 
 
 class SpeedTest(tu.TestCase):
+    def refusal(self, function, *args):
+        """`UsageError <message>` of the absl UsageError that `function(*args)` raises."""
+        with self.assertRaises(app.UsageError) as caught:
+            function(*args)
+        return f"{type(caught.exception).__name__} {caught.exception}"
+
     def test_keras_levers_build_the_networks_with_keras_layers_and_unknown_levers_or_forms_are_usage_errors(self):
-        # ... and a config's widths left None are described as chosen (the same process).
-        variants = ["float32", "float32+keras_conv_transpose", "float32+keras_leaky_relu+keras_conv_transpose"]
-        result = subprocess.run(
-            [sys.executable, "-c", _LAYER_CLASSES, *variants], capture_output=True, text=True, cwd=ROOT, timeout=300
-        )
-        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
-        self.assertIn("REFUSED UsageError unknown lever 'keras_everything'", result.stdout)
-        self.assertIn(
-            "REFUSED UsageError --config times the forms train.py trains; alternating_paper is not one of them",
-            result.stdout,
-        )
+        # ... and a config's widths left None are described as chosen. The command line's
+        # refusals: absl's UsageError, what the command line says.
+        with speed.parsed(["speed", "--config=configs/digits.py", "--forms=alternating_paper"]):
+            self.assertIn(
+                "UsageError --config times the forms train.py trains; alternating_paper is not one of them",
+                self.refusal(speed._builders),
+            )
         # Widths left None are timed as train.py trains them: chosen from the image size.
-        self.assertIn(
-            "config=mnist64 (dataset mnist5k, network sngan_cnn, G {'width': 512}, D {'spectral_norm': True, 'width': 64}",
-            result.stdout,
-        )
+        with speed.parsed(["speed", "--config=configs/mnist64.py", "--forms=fused"]):
+            self.assertIn(
+                "config=mnist64 (dataset mnist5k, network sngan_cnn, G {'width': 512}, D {'spectral_norm': True, 'width': 64}",
+                speed._builders()[2],
+            )
         # configs/mnist.py's periodic mix: each form is timed alone, and the header says so.
-        self.assertEqual(tu.marked_lines(result.stdout)["MIX"], "True")
-        self.assertEqual(tu.marked_lines(result.stdout)["TIMED"], "4 fused")
-        classes = json.loads(result.stdout.strip().splitlines()[-1])
+        with speed.parsed(["speed", "--config=configs/mnist.py", "--forms=fused"]):
+            speed.FLAGS.config.generator.width, speed.FLAGS.config.discriminator.width = 8, 4
+            config, data = speed.completed_config(speed.FLAGS.config)
+            self.assertTrue(
+                speed._builders()[2].endswith("each form alone: the config's schedule of forms is modelled from them)")
+            )
+            self.assertEqual(
+                (config.alternate_every, speed.config_gan("fused", config, data)[0].form.name), (4, "fused")
+            )
+        with speed.parsed(["speed", "--network=digits"]):
+            self.assertIn(
+                "UsageError unknown lever 'keras_everything'",
+                self.refusal(speed.parse_variant, "float32+keras_everything"),
+            )
+            classes = {}
+            for variant in ("float32", "float32+keras_conv_transpose", "float32+keras_leaky_relu+keras_conv_transpose"):
+                levers = speed.parse_variant(variant)
+                g, d = speed.build_networks(levers, speed.precision.choose(levers["precision"]))
+                classes[variant] = {
+                    key: {layer_class(layer) for layer in model.layers} for key, model in (("g", g), ("d", d))
+                }
         ours, keras_layer = "tf_fusedprop.Conv2DTranspose", "keras.Conv2DTranspose"
         self.assertIn(ours, classes["float32"]["g"])
         self.assertNotIn(keras_layer, classes["float32"]["g"])
@@ -90,8 +92,7 @@ class SpeedTest(tu.TestCase):
 
     def test_prints_a_row_per_variant_and_form(self):
         # Two variants of one form (two forms of one variant: the --config test below).
-        result = tu.run_benchmark(
-            "speed.py",
+        printed = printed_run(
             "--network=digits",
             "--batch_size=4",
             "--rounds=1",
@@ -100,8 +101,7 @@ class SpeedTest(tu.TestCase):
             "--forms=fused",
             "--variants=float32,float32+keras_conv_transpose",
         )
-        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
-        report = json.loads(result.stdout.strip().splitlines()[-1])
+        report = json.loads(printed.strip().splitlines()[-1])
         self.assertRegex(report["header"], r"flags: .*; \d+ cpus; tf ")
         self.assertCountEqual(
             report["seconds_per_step"],
@@ -111,8 +111,7 @@ class SpeedTest(tu.TestCase):
 
     def test_times_the_gans_train_py_builds_from_a_config(self):
         tiny = ["--config.generator.width=16", "--config.discriminator.width=4", "--config.steps_per_execution=2"]
-        result = tu.run_benchmark(
-            "speed.py",
+        printed = printed_run(
             "--config=configs/digits.py",
             *tiny,
             "--config.mixed_precision=float32",
@@ -121,8 +120,7 @@ class SpeedTest(tu.TestCase):
             "--warmup_steps=0",
             "--forms=alternating,fused",
         )
-        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
-        self.assertIn("config=digits (dataset digits, network digits, G {'width': 16}", result.stdout)
-        report = json.loads(result.stdout.strip().splitlines()[-1])
+        self.assertIn("config=digits (dataset digits, network digits, G {'width': 16}", printed)
+        report = json.loads(printed.strip().splitlines()[-1])
         self.assertCountEqual(report["seconds_per_step"], ["config:digits/alternating", "config:digits/fused"])
         self.assertEqual((report["config"]["generator"], report["config"]["steps_per_execution"]), ({"width": 16}, 2))

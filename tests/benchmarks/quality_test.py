@@ -18,11 +18,21 @@ from tests.benchmarks.time_to_quality.fixtures import read_results
 from tf_fusedprop.experiment import config as fp_config
 from tf_fusedprop.experiment import interrupt, train_lib
 
-#: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed.
+#: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed; digits at
+#: 8 px (its FID classifier too) and width 8.
 TINY = {
     "ring8": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 200, "grid_samples": 50},
     "grid25": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 200, "grid_samples": 50},
-    "digits": {"steps": 20, "steps_per_epoch": 10, "steps_per_execution": 1, "eval_samples": 100, "grid_samples": 16},
+    "digits": {
+        "steps": 20,
+        "steps_per_epoch": 10,
+        "steps_per_execution": 1,
+        "eval_samples": 100,
+        "grid_samples": 16,
+        "image_size": 8,
+        "generator": {"width": 8},
+        "discriminator": {"width": 8},
+    },
 }
 
 

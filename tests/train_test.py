@@ -1,5 +1,5 @@
-"""train.py: bad input (in process), the default run's artefacts and resume after SIGKILL
-(in subprocesses)."""
+"""train.py: bad input (in process), the default run's artefacts (in a subprocess) and resume
+after SIGKILL (of a subprocess)."""
 
 import contextlib
 import glob
@@ -493,12 +493,16 @@ class EndToEndTest(tu.TestCase):
         process, workdir = _start_until_first_checkpoint(
             self, args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+        # The later commands run in this process, from the same directory: what matters is the
+        # killed process's lock and checkpoint.
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(tmp)
         # The same command again meanwhile (a second terminal, a requeued job): it finds the run
         # and is refused, in one line naming the process that trains it.
-        second = _python(TRAIN, *args, cwd=tmp)
-        self.assertEqual(second.returncode, 2, second.stderr[-3000:])
+        status, _, err = run_cli(*args, program=TRAIN)
+        self.assertEqual(status, 2, err[-3000:])
         self.assertRegex(
-            second.stderr,
+            err,
             rf"^error: workdir {re.escape(os.path.relpath(workdir, tmp))} is in use by another run \(pid {process.pid} on .*, since .*\): "
             r"wait for it to end or stop it, or pass another --workdir.\n$",
         )
@@ -510,15 +514,13 @@ class EndToEndTest(tu.TestCase):
         before = {name: _md5(os.path.join(samples_dir, name)) for name in os.listdir(samples_dir)}
         self.assertEqual(set(before), {"epoch_0001.png"})
 
-        result = _python(TRAIN, *args, cwd=tmp)  # the same command: it finds its run
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        status, out, err = run_cli(*args, program=TRAIN)  # the same command: it finds its run
+        self.assertEqual(status, 0, err[-3000:])
         self.assertEqual(glob.glob(os.path.join(tmp, "runs", "ring8-*")), [workdir])
-        self.assertIn("Resuming from epoch 1/3 (20 steps done)", result.stdout)
-        self.assertIn(
-            f"Took over the lock of workdir {os.path.relpath(workdir, tmp)} from pid {process.pid} on ", result.stdout
-        )
-        self.assertIn("modes covered: ", result.stdout)
-        self.assertIn("/8, high-quality samples: ", result.stdout)
+        self.assertIn("Resuming from epoch 1/3 (20 steps done)", out)
+        self.assertIn(f"Took over the lock of workdir {os.path.relpath(workdir, tmp)} from pid {process.pid} on ", out)
+        self.assertIn("modes covered: ", out)
+        self.assertIn("/8, high-quality samples: ", out)
 
         summary = _read_json(os.path.join(workdir, "summary.json"))
         self.assertEqual((summary["steps"], summary["d_steps"], summary["resumed_from_epoch"]), (60, 60, 1))
@@ -763,20 +765,20 @@ def _start_waiting_at_step(test, args, workdir, step, tmp):
 
 class InterruptTest(tu.TestCase):
     def test_ctrl_c_and_a_full_disk_mid_epoch_lose_no_step_and_every_resume_ends_as_the_uninterrupted_run(self):
-        """Two runs wait at update 70 (mid-epoch: epochs of 50, calls of 10): one gets Ctrl-C, the
+        """Two runs wait at update 30 (mid-epoch: epochs of 20, calls of 10): one gets Ctrl-C, the
         other SIGTERM when its disk (a small tmpfs) is full. (SIGTERM's own exit, 143 after its
         checkpoint, is distribution_test's, where it stops two workers.)"""
         tmp = self.get_temp_dir()
         disk = tu.small_disk(self, megabytes=8)
         # The digits: a finite set, shuffled (2-D mixtures draw each batch from its index alone,
         # so they could not tell a resumed run's data order from another).
-        args = [*_TINY_DIGITS, "--config.steps=150", "--config.steps_per_epoch=50"]
+        args = [*_TINY_DIGITS, "--config.steps=60", "--config.steps_per_epoch=20"]
         workdirs = {"SIGINT": os.path.join(tmp, "sigint"), "full": os.path.join(disk, "run")}
-        started = {name: _start_waiting_at_step(self, args, workdir, 70, tmp) for name, workdir in workdirs.items()}
+        started = {name: _start_waiting_at_step(self, args, workdir, 30, tmp) for name, workdir in workdirs.items()}
         deadline = time.monotonic() + 180
         for process, waiting in started.values():
             while not os.path.exists(waiting):
-                self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 70")
+                self.assertTrue(process.poll() is None and time.monotonic() < deadline, "it never reached step 30")
                 time.sleep(0.02)
         filler = tu.fill_disk(disk)
         for name, signum in (("SIGINT", signal.SIGINT), ("full", signal.SIGTERM)):
@@ -788,16 +790,16 @@ class InterruptTest(tu.TestCase):
         self.assertEqual(statuses, {"SIGINT": 130, "full": 2}, errors)
         self.assertRegex(
             errors["SIGINT"],
-            r"^interrupted at step 70, saved in .*backup; run python .*train.py .*--workdir=.*sigint'? to resume from "
+            r"^interrupted at step 30, saved in .*backup; run python .*train.py .*--workdir=.*sigint'? to resume from "
             r"it\n$",
         )
         saved = _read_json(os.path.join(workdirs["SIGINT"], "backup", "checkpoint.json"))
         self.assertEqual(
-            {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 70, "epoch_steps": 20}
+            {k: saved[k] for k in ("epoch", "steps", "epoch_steps")}, {"epoch": 1, "steps": 30, "epoch_steps": 10}
         )
         self.assertRegex(
             errors["full"],
-            r"^error: cannot write the checkpoint to .*/run/backup/step_00000070.weights.h5: No space left on device "
+            r"^error: cannot write the checkpoint to .*/run/backup/step_00000030.weights.h5: No space left on device "
             r"\(it needs [\d.]+ kB, 0 bytes free there\); free space there \(or make it writable\) and rerun the "
             r"same command: it resumes from the last checkpoint\n$",
         )
@@ -805,7 +807,7 @@ class InterruptTest(tu.TestCase):
         self.assertEqual(
             sorted(os.listdir(backup)), ["checkpoint.json", "epoch_0001.weights.h5"]
         )  # nothing half-written
-        self.assertEqual(_read_json(os.path.join(backup, "checkpoint.json"))["steps"], 50)
+        self.assertEqual(_read_json(os.path.join(backup, "checkpoint.json"))["steps"], 20)
 
         # Resumed (the full disk's with room again, and a copy of it elsewhere) and run straight
         # through, in this process: what matters is what the checkpoints restore.
@@ -813,9 +815,9 @@ class InterruptTest(tu.TestCase):
         workdirs["copied"] = shutil.copytree(workdirs["full"], os.path.join(tmp, "copied"))
         workdirs["straight"] = os.path.join(tmp, "straight")
         resumed = {
-            "SIGINT": "Resuming from step 70: epoch 2/3, 20 of its 50 steps done.",
-            "full": "Resuming from epoch 1/3 (50 steps done).",
-            "copied": "Resuming from epoch 1/3 (50 steps done).",
+            "SIGINT": "Resuming from step 30: epoch 2/3, 10 of its 20 steps done.",
+            "full": "Resuming from epoch 1/3 (20 steps done).",
+            "copied": "Resuming from epoch 1/3 (20 steps done).",
         }
         for name, workdir in workdirs.items():
             status, out, err = run_cli(*args, f"--workdir={workdir}")

@@ -15,7 +15,6 @@ import types
 
 import numpy as np
 import tensorflow as tf
-from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
@@ -337,44 +336,9 @@ class DistributedTrainTest(tu.TestCase):
                 with np.load(os.path.join(tmp, f"rows{index}.npz")) as rows:
                     self.assertAllEqual(rows[name], one_process[:, 8 * index : 8 * index + 8])
 
-    @parameterized.named_parameters(
-        ("fused_spectral_norm", "fused", 1, True, False),
-        ("alternating_accumulated_chief_killed_and_rerun", "alternating", 2, False, True),
-    )
-    def test_two_local_workers_train_like_one_process(self, form, iter_size, spectral_norm, kill):
-        """ring8's MLPs have no BatchNorm (whose statistics are per replica, so a G with it
-        trains on several replicas like iter_size micro-batches, not like one device). Two runs
-        of two processes each: fused (after its alternating warm start) with spectral norm;
-        alternating with accumulation, killed and rerun (fused's accumulation on two replicas:
-        gan_test's MirroredStrategyTest). Spectral norm and accumulation are not combined here:
-        each micro-batch advances the power iteration, and 1 and 2 replicas cut the batch into
-        different micro-batches (measured: weights 1e-3 apart after 20 updates)."""
-        tmp = self.get_temp_dir()
-        workdir = os.path.join(tmp, "run")
-        steps = 30 if kill else 20
-        # ring8's warm start (alternating, then the form) switches at update 10, inside the run.
-        config = tiny(
-            "ring8", form=form, iter_size=iter_size, steps=steps, steps_per_epoch=10, steps_per_execution=5, warmup=10
-        )
-        config.discriminator.spectral_norm = spectral_norm
-        flags = config_flags("ring8", config)
-        epochs = steps // 10
-        resumed_from = None
-        if kill:  # kill -9 the chief after its first checkpoint; the other worker fails on its own.
-            chief, other = start_workers(self, flags, workdir, "killed")
-            deadline = time.monotonic() + 120
-            while not os.path.exists(os.path.join(workdir, "backup", "checkpoint.json")):
-                self.assertTrue(chief.popen.poll() is None and time.monotonic() < deadline, "no checkpoint was written")
-                time.sleep(0.02)
-            chief.kill()
-            status, output = other.wait(timeout=60)
-            self.assertNotIn(status, (0, None), output[-3000:])
-            self.assertFalse(os.path.exists(worker_dir(output)))  # Deleted on the error too.
-            self.assertFalse(os.path.exists(os.path.join(workdir, "summary.json")))
-            resumed_from = read_json(os.path.join(workdir, "backup", "checkpoint.json"))["epoch"]
-            self.assertBetween(resumed_from, 1, epochs - 1)
-
-        workers = start_workers(self, flags, workdir, "run")
+    def assertRunEndsLikeOneProcess(self, config, workdir, workers, resumed_from, chief_runs):
+        """`workers` (started with `config`'s flags) exit 0 as a two-worker run of `workdir` that
+        resumed from epoch `resumed_from` (0: none), and end where one process does."""
         (chief_status, chief_output), (other_status, other_output) = [w.wait(timeout=180) for w in workers]
         self.assertEqual(chief_status, 0, chief_output[-3000:])
         self.assertEqual(other_status, 0, other_output[-3000:])
@@ -383,57 +347,95 @@ class DistributedTrainTest(tu.TestCase):
             "strategy: multi_worker, 2 replicas (CPU:0 on worker 1 of 2 workers, not the chief)", other_output
         )
         self.assertIn("steps_per_execution 5 -> 1 on 2 replicas", chief_output)
-        if kill:
-            for output in (chief_output, other_output):
-                self.assertIn(f"Resuming from epoch {resumed_from}/{epochs} ({10 * resumed_from} steps done).", output)
         self.assertFalse(os.path.exists(worker_dir(other_output)))
         summary = read_json(os.path.join(workdir, "summary.json"))
         self.assertEqual(
             (summary["steps"], summary["strategy"], summary["replicas"], summary["workers"]),
-            (steps, "multi_worker", 2, 2),
+            (config.steps, "multi_worker", 2, 2),
         )
-        self.assertEqual(summary["resumed_from_epoch"], resumed_from or 0)
+        self.assertEqual(summary["resumed_from_epoch"], resumed_from)
         # What a kill left half-written the rerun removed; the lock is empty, the run over.
         self.assertCountEqual(
             os.listdir(workdir), ["backup", "config.json", "generator", "lock", "logs", "samples", "summary.json"]
         )
         with open(os.path.join(workdir, "lock")) as f:
             self.assertEqual(f.read(), "")
-        self.assertLen(os.listdir(os.path.join(workdir, "logs")), 2 if kill else 1)  # The chief's runs only.
+        self.assertLen(os.listdir(os.path.join(workdir, "logs")), chief_runs)  # The chief's runs only.
 
-        reference_dir = os.path.join(tmp, "one_process")
-        reference_run(config, reference_dir)  # uninterrupted: the killed and rerun workers end as it does
+        reference_dir = os.path.join(self.get_temp_dir(), "one_process")
+        reference_run(config, reference_dir)  # uninterrupted: stopped and rerun workers end as it does
         self.assertStatesClose(final_state(config, workdir), final_state(config, reference_dir))
+        return chief_output, other_output
 
-    def test_sigterm_to_one_worker_stops_both_after_the_same_step_and_the_rerun_resumes_there(self):
+    def two_worker_config(self, form, iter_size, spectral_norm, steps):
+        """ring8's MLPs have no BatchNorm (whose statistics are per replica, so a G with it
+        trains on several replicas like iter_size micro-batches, not like one device). Spectral
+        norm and accumulation are not combined here: each micro-batch advances the power
+        iteration, and 1 and 2 replicas cut the batch into different micro-batches (measured:
+        weights 1e-3 apart after 20 updates)."""
+        # ring8's warm start (alternating, then the form) switches at update 10, inside the run.
+        config = tiny(
+            "ring8", form=form, iter_size=iter_size, steps=steps, steps_per_epoch=10, steps_per_execution=5, warmup=10
+        )
+        config.discriminator.spectral_norm = spectral_norm
+        return config
+
+    def test_two_local_workers_train_fused_with_spectral_norm_like_one_process(self):
+        """Fused (after its alternating warm start) with spectral norm, uninterrupted."""
+        workdir = os.path.join(self.get_temp_dir(), "run")
+        config = self.two_worker_config("fused", 1, True, steps=20)
+        workers = start_workers(self, config_flags("ring8", config), workdir, "run")
+        self.assertRunEndsLikeOneProcess(config, workdir, workers, resumed_from=0, chief_runs=1)
+
+    def test_kill_9_of_the_chief_then_sigterm_to_one_worker_and_each_rerun_resumes_like_one_process(self):
+        """Alternating with accumulation (fused's accumulation on two replicas: gan_test's
+        MirroredStrategyTest), in one workdir run three times by two workers: the
+        chief killed (kill -9) after its first checkpoint, the other worker failing on its own,
+        and the rerun resuming from that checkpoint; in that rerun SIGTERM to the other worker
+        (not the chief) stops both after the same step (mid-epoch), saved; the last rerun resumes
+        there and ends as one uninterrupted process does."""
         tmp = self.get_temp_dir()
         workdir = os.path.join(tmp, "run")
-        config = tiny("ring8", form="fused", steps=20, steps_per_epoch=10, steps_per_execution=1)
+        config = self.two_worker_config("alternating", 2, False, steps=30)
         flags = config_flags("ring8", config)
-        chief, other = start_workers(self, flags, workdir, "signalled", env_of={1: {"TF_FUSEDPROP_TEST_WAIT_AT": "15"}})
+
+        # kill -9 the chief after its first checkpoint; the other worker fails on its own.
+        chief, other = start_workers(self, flags, workdir, "killed")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(os.path.join(workdir, "backup", "checkpoint.json")):
+            self.assertTrue(chief.popen.poll() is None and time.monotonic() < deadline, "no checkpoint was written")
+            time.sleep(0.02)
+        chief.kill()
+        status, output = other.wait(timeout=60)
+        self.assertNotIn(status, (0, None), output[-3000:])
+        self.assertFalse(os.path.exists(worker_dir(output)))  # Deleted on the error too.
+        self.assertFalse(os.path.exists(os.path.join(workdir, "summary.json")))
+        resumed_from = read_json(os.path.join(workdir, "backup", "checkpoint.json"))["epoch"]
+        self.assertBetween(resumed_from, 1, 2)
+
+        # The rerun resumes from that checkpoint; SIGTERM to worker 1 at update 25.
+        chief, other = start_workers(self, flags, workdir, "signalled", env_of={1: {"TF_FUSEDPROP_TEST_WAIT_AT": "25"}})
         waiting, deadline = os.path.join(tmp, "waiting"), time.monotonic() + 120
-        while not os.path.exists(waiting):  # worker 1 waits after update 15, the chief in the next collective
-            self.assertTrue(other.popen.poll() is None and time.monotonic() < deadline, "it never reached step 15")
+        while not os.path.exists(waiting):  # worker 1 waits after update 25, the chief in the next collective
+            self.assertTrue(other.popen.poll() is None and time.monotonic() < deadline, "it never reached step 25")
             time.sleep(0.02)
         other.popen.send_signal(signal.SIGTERM)
         os.remove(waiting)
         (chief_status, chief_output), (other_status, other_output) = chief.wait(timeout=60), other.wait(timeout=60)
         self.assertEqual((chief_status, other_status), (143, 143), chief_output[-2000:] + other_output[-2000:])
         for output in (chief_output, other_output):
+            self.assertIn(f"Resuming from epoch {resumed_from}/3 ({10 * resumed_from} steps done).", output)
             self.assertRegex(
-                output, r"stopped by SIGTERM at step 15, saved in .*backup; run python .* to resume from it"
+                output, r"stopped by SIGTERM at step 25, saved in .*backup; run python .* to resume from it"
             )
         saved = read_json(os.path.join(workdir, "backup", "checkpoint.json"))
-        self.assertEqual((saved["steps"], saved["epoch"], saved["epoch_steps"]), (15, 1, 5))
+        self.assertEqual((saved["steps"], saved["epoch"], saved["epoch_steps"]), (25, 2, 5))
 
+        # The last rerun resumes from update 25 and ends as one process.
         workers = start_workers(self, flags, workdir, "resumed")
-        (chief_status, chief_output), (other_status, other_output) = [w.wait(timeout=180) for w in workers]
-        self.assertEqual((chief_status, other_status), (0, 0), chief_output[-2000:] + other_output[-2000:])
-        for output in (chief_output, other_output):
-            self.assertIn("Resuming from step 15: epoch 2/2, 5 of its 10 steps done.", output)
-        reference_dir = os.path.join(tmp, "one_process")
-        reference_run(config, reference_dir)  # uninterrupted: the stopped and resumed workers end as it does
-        self.assertStatesClose(final_state(config, workdir), final_state(config, reference_dir))
+        outputs = self.assertRunEndsLikeOneProcess(config, workdir, workers, resumed_from=2, chief_runs=3)
+        for output in outputs:
+            self.assertIn("Resuming from step 25: epoch 3/3, 5 of its 10 steps done.", output)
 
 
 if __name__ == "__main__":

@@ -187,17 +187,16 @@ def _digit_set(name, label, pipeline, eval_samples, scored_on=None, held_out=Non
     `held_out(n, image_size)` gives digits outside the set, which it never trains on; without
     it, a run that holds digits back (`held_out_count`) holds a fixed draw of the set's own
     (`held_out_rows`), and training skips them."""
-    images = real_samples.labelled_digits(name)[0]
+    images, labels = real_samples.labelled_digits(name)
 
     def own_held_out(data, n):
-        array = images(data.config.image_size)
-        return array[held_out_rows(len(array), n)]
+        return images(data.config.image_size)[held_out_rows(len(labels()), n)]
 
     def training_rows(data):
         n = held_out_count(data.config) if held_out is None else 0
         if not n:
             return None
-        count = len(images(data.config.image_size))
+        count = len(labels())  # the set's size, without building its images at this size
         return np.setdiff1d(np.arange(count), held_out_rows(count, n))
 
     return DatasetSpec(

@@ -42,9 +42,10 @@ def get_base_config():
     | adaptive_augment.target, .interval, .ramp_images, .held_out | `DiffAugment(augment, p="auto", target, interval, ramp_images, held_out)`: target None (every operation on every sample) or the signal to hold, the probability adapting from 0; G updates between adjustments; real samples over which it can go from 0 to 1; held_out 0 to follow ADA's E[sign(D(real))] (target 0.6), or the number of real images D never trains on, to follow P(D(real) > D(held-out)), D's memory of its data (datasets that have such images: mnist1k) |
     | r1.gamma, r1.every | `tf_fusedprop.R1(gamma, every)`: gamma 0 (off) or its weight; D updates between penalties (lazy) |
     | gp.weight, gp.every | `tf_fusedprop.GradientPenalty(weight, every=every)`: WGAN-GP, weight 0 (off) or e.g. 10 |
+    | probe.every | `tf_fusedprop.StrayProbe(every)`: 0 (off), or G updates between measurements of how far a simultaneous update strays from an alternating one (`stray`, `stray_cosine` in the epoch line and TensorBoard); training is unchanged |
     | lookahead.every, lookahead.alpha, lookahead.forms | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step; the forms it applies to (comma-separated names, or the rules `all_forms` and `simultaneous_forms`) |
 
-    The sub-dicts `ema`, `adaptive_augment`, `r1`, `gp` and `lookahead` are the keyword arguments of the objects they configure
+    The sub-dicts `ema`, `adaptive_augment`, `r1`, `gp`, `lookahead` and `probe` are the keyword arguments of the objects they configure
     (`tf_fusedprop.experiment.config.gan_arguments`), which check them.
     """
     config = config_dict.ConfigDict()
@@ -88,6 +89,7 @@ def get_base_config():
     config.r1 = config_dict.ConfigDict({"gamma": 0.0, "every": 1})
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})
     config.lookahead = config_dict.ConfigDict({"every": 0, "alpha": 0.5, "forms": "all_forms"})
+    config.probe = config_dict.ConfigDict({"every": 0})
     return config
 
 

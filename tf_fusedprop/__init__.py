@@ -3,7 +3,7 @@
 The core: `ops` (custom-gradient primitives), `losses`, `layers` (InvFusedProp-capable
 layers), `steps` (the pure one-step functions), `forms` (what one training step does, per
 form), `schedules` (which form trains each update of a run), `FusedPropGAN` (a Keras model that trains with `fit`) with its step plugins (`R1`,
-`GradientPenalty`, `DiffAugment`, `EMA`, `Lookahead`), `update` (what follows the gradients),
+`GradientPenalty`, `DiffAugment`, `EMA`, `Lookahead`, `StrayProbe`), `update` (what follows the gradients),
 `GradientAccumulator`, and reference `networks`. The experiment harness behind `train.py`
 (data, metrics, callbacks, the training job) lives in `tf_fusedprop.experiment`.
 """
@@ -33,6 +33,7 @@ from tf_fusedprop.gan import FusedPropGAN  # noqa: E402
 from tf_fusedprop.lookahead import Lookahead  # noqa: E402
 from tf_fusedprop.ops import scale_gradient  # noqa: E402
 from tf_fusedprop.regularizers import R1, GradientPenalty  # noqa: E402
+from tf_fusedprop.stray_probe import StrayProbe  # noqa: E402
 
 __all__ = [
     "EMA",
@@ -47,6 +48,7 @@ __all__ = [
     "R1",
     "SinglePass",
     "Simultaneous",
+    "StrayProbe",
     "compute_gradients",
     "conv_weight_gradients",
     "forms",

@@ -13,6 +13,8 @@ from tf_fusedprop.batch import Sampler, unpack
 from tf_fusedprop.ema import EMA
 from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.seeds import SeedStream
+from tf_fusedprop.stray_probe import LOGS as PROBE_LOGS
+from tf_fusedprop.stray_probe import StrayProbe
 from tf_fusedprop.update import DivergenceRecord, Updater
 
 __all__ = ["FusedPropGAN"]
@@ -51,6 +53,7 @@ _EXAMPLES = {
     "DiffAugment": "augment=tf_fusedprop.DiffAugment('translation,cutout,color')",
     "EMA": "ema=tf_fusedprop.EMA(0.999)",
     "Lookahead": "lookahead=tf_fusedprop.Lookahead(every=10, alpha=0.5)",
+    "StrayProbe": "probe=tf_fusedprop.StrayProbe(every=10)",
 }
 
 
@@ -134,12 +137,16 @@ class FusedPropGAN(keras.Model):
         which `sampling_generator` and `export_generator` use; None: off.
       lookahead: a `Lookahead(every, alpha)`: both players' weights jump back jointly towards
         slow copies every `every` steps (Lookahead-minmax); None: off.
+      probe: a `StrayProbe(every)`: every `every` G updates of a simultaneous phase, measure how
+        far G's gradient at D's old weights strays from the one at D's updated weights (what
+        alternating would use); logged as `stray` and `stray_cosine`; training is unchanged.
 
     Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`;
     with an adaptive augmentation (`DiffAugment(..., p="auto")`) also `real_sign` (the epoch's
     mean of sign(D(real)), ADA's signal), with `held_out` images `real_above_held_out` (the mean
     of `P(D(real) > D(held_out))` over the epoch's adjustments, the signal it then follows), and
-    `augment_p` (its probability now).
+    `augment_p` (its probability now); with a `probe`, `stray` and `stray_cosine` (means over
+    the epoch's probed updates).
     """
 
     def __init__(
@@ -156,6 +163,7 @@ class FusedPropGAN(keras.Model):
         augment=None,
         ema=None,
         lookahead=None,
+        probe=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -176,6 +184,7 @@ class FusedPropGAN(keras.Model):
         self.augment = None if augment is None else _plugin("augment", augment, DiffAugment)
         self.ema = None if ema is None else _plugin("ema", ema, EMA)
         self.lookahead = None if lookahead is None else _plugin("lookahead", lookahead, Lookahead)
+        self.probe = None if probe is None else _plugin("probe", probe, StrayProbe)
         self._streams = _seed_streams(seed, self.sampler, self.regularizers, self.augment)
         # Tracked, so that `variables` (and snapshots of them) include the streams' states.
         self.seed_generators = [stream.generator for stream in self._streams.values()]
@@ -193,7 +202,10 @@ class FusedPropGAN(keras.Model):
         self.lookahead_weights = [] if lookahead is None else lookahead.attach(_trainable(models))
         self.updater = Updater(models, divergence, self.ema, self.lookahead)
         self._accumulators = accumulators(models, self.iter_size)
-        self._trackers = {name: keras.metrics.Mean(name=name) for name in LOGS + self._adaptive_logs}
+        if self.probe is not None:
+            self.probe.attach(generator, discriminator, self.iter_size)
+        probe_logs = () if probe is None else PROBE_LOGS
+        self._trackers = {name: keras.metrics.Mean(name=name) for name in LOGS + self._adaptive_logs + probe_logs}
         self.d_optimizer = self.g_optimizer = None
         self.built = True
 
@@ -258,8 +270,10 @@ class FusedPropGAN(keras.Model):
         logs, real_signs = {}, []
         self.updater.start_step()
         for phase in self._active_form.phases:
-            grads, phase_logs = self._gradients(phase, self.sampler.batch(real, real_labels))
-            self.updater.apply(grads, phase_logs)
+            batch = self.sampler.batch(real, real_labels)
+            plugins = self._bound_plugins(phase)
+            grads, phase_logs = self._gradients(phase, batch, *plugins)
+            self.updater.apply(grads, phase_logs, self._probe(phase, batch, plugins))
             if "real_sign" in phase_logs:
                 real_signs.append(phase_logs.pop("real_sign"))
             logs.update(phase_logs)
@@ -313,9 +327,9 @@ class FusedPropGAN(keras.Model):
         self.train_function = train_function
         return train_function
 
-    def _gradients(self, phase, batch):
-        """`phase`'s gradients and logs on `batch`, the plugins bound to this step's seeds, the
-        regularizers (in D's phases) as their intervals say, over the micro-batches."""
+    def _bound_plugins(self, phase):
+        """`(augment, regularizers, scale_loss)` of `phase`: the plugins bound to this step's
+        seeds (the regularizers in D's phases only) and its loss scaling."""
         streams = self._streams
         augment = None if self.augment is None else self.augment.bind(streams["augment"].next_per_replica())
         regularizers = () if D not in phase.players else self.regularizers
@@ -323,7 +337,27 @@ class FusedPropGAN(keras.Model):
             r.bind(streams[f"regularizer_{i}"].next_per_replica()) if r.seeded else r
             for i, r in enumerate(regularizers)
         ]
-        scale_loss = self.updater.scale_loss(phase.players)
+        return augment, regularizers, self.updater.scale_loss(phase.players)
+
+    def _probe(self, phase, batch, plugins):
+        """The `Updater.apply` hook that probes a phase updating both players (None otherwise):
+        it measures G's gradient at the updated D and puts the epoch's weighted statistics in
+        the trackers."""
+        if self.probe is None or len(phase.players) < 2:
+            return None
+        augment, _, scale_loss = plugins
+
+        def between(grads):
+            options = steps.StepOptions(augment, (), scale_loss)
+            sums, weight = self.probe.measure(self.updater.step, batch, self.gan_loss, options, grads[G])
+            for name, value in self.probe.statistics(sums).items():
+                self._trackers[name].update_state(value, sample_weight=weight)
+
+        return between
+
+    def _gradients(self, phase, batch, augment, regularizers, scale_loss):
+        """`phase`'s gradients and logs on `batch` with the bound plugins, the regularizers as
+        their intervals say, over the micro-batches."""
         accumulators = {p: self._accumulators[p] for p in phase.players if self._accumulators}
 
         def compute(due):
@@ -380,13 +414,14 @@ class FusedPropGAN(keras.Model):
             "augment": _serialized([self.augment])[0] if self.augment is not None else None,
             "ema": _serialized([self.ema])[0] if self.ema is not None else None,
             "lookahead": _serialized([self.lookahead])[0] if self.lookahead is not None else None,
+            "probe": _serialized([self.probe])[0] if self.probe is not None else None,
         }
 
     @classmethod
     def from_config(cls, config):
         """Inverse of `get_config`."""
         config = dict(config)
-        for key in ("generator", "discriminator", "augment", "ema", "lookahead"):
+        for key in ("generator", "discriminator", "augment", "ema", "lookahead", "probe"):
             config[key] = keras.saving.deserialize_keras_object(config.get(key))
         config["regularizers"] = [keras.saving.deserialize_keras_object(r) for r in config.get("regularizers", [])]
         return cls(**config)

@@ -117,8 +117,11 @@ class Updater:
         optimizer = self.optimizers[players[0]]
         return optimizer.scale_loss if _scaled(optimizer) else None
 
-    def apply(self, grads, logs):
-        """Applies one phase's `grads` (player -> gradients); `logs` holds its losses."""
+    def apply(self, grads, logs, between=None):
+        """Applies one phase's `grads` (player -> gradients); `logs` holds its losses.
+
+        `between`: None, or a function of the gradients to apply called after D's update and
+        before G's (a `StrayProbe` measures G's gradient at the updated D there)."""
         scaled = _scaled(self.optimizers[next(iter(grads))])
         finite = {
             player: replicas.all_agree(_all_finite([logs[_LOSSES[player]]] + ([] if scaled else list(g))))
@@ -133,6 +136,8 @@ class Updater:
             grads = {player: [g + tf.cast(poison, g.dtype) for g in g_list] for player, g_list in grads.items()}
         count = replicas.count()
         for player, player_grads in grads.items():
+            if between is not None and player == "generator":
+                between(grads)
             if count > 1:  # the optimizer sums gradients over replicas; we want their mean
                 player_grads = [g / count for g in player_grads]
             self.optimizers[player].apply_gradients(zip(player_grads, self.models[player].trainable_variables))

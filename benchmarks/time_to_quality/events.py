@@ -16,6 +16,8 @@ _TRAINING_SCALARS = {
     "real_sign",
     "real_above_held_out",
     "augment_p",
+    "stray",
+    "stray_cosine",
     "steps_per_second",
 }
 

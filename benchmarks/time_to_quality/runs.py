@@ -16,6 +16,7 @@ from benchmarks.time_to_quality.tasks import TASKS
 from benchmarks.time_to_quality.values import finite_number
 from tf_fusedprop.experiment import divergence, files, train_lib
 from tf_fusedprop.experiment import workdir as fp_workdir
+from tf_fusedprop.experiment.callbacks import RECORDED_SIGNALS
 from tf_fusedprop.experiment.config import (
     ConfigError,
     json_values,
@@ -42,7 +43,7 @@ def record(run, config, summary, history, wall_seconds, error=None, workdir=None
                 "train_seconds": entry.get("train_seconds"),
                 "metrics": metrics if finite else dict.fromkeys(metrics),
                 "finite": finite,
-                **({"augment_p": entry["augment_p"]} if "augment_p" in entry else {}),  # adaptive augmentation
+                **{key: entry[key] for key in RECORDED_SIGNALS if key in entry},
             }
         )
     summary = summary or {}

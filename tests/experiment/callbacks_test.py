@@ -100,6 +100,16 @@ class CallbacksTest(tu.TestCase):
         )
         self.assertEqual(json.loads(json.dumps(evaluation.history)), evaluation.history)  # plain numbers
 
+    def test_history_keeps_the_epochs_training_signals_beside_the_metrics(self):
+        evaluation = callbacks.Evaluation(lambda generator: {"fid": 2.0})
+        evaluation.set_model(tiny_gan())
+        evaluation.set_params({"epochs": 1})
+        logs = {"d_loss": 0.5, "g_loss": 1.0, "augment_p": np.float32(0.25), "stray": 0.125, "stray_cosine": 0.5}
+        evaluation.on_epoch_end(0, logs)
+        entry = evaluation.history[0]
+        self.assertEqual((entry["augment_p"], entry["stray"], entry["stray_cosine"]), (0.25, 0.125, 0.5))
+        self.assertNotIn("d_loss", entry)
+
     def test_fit_resumes_from_the_restored_epoch(self):
         directory = self.get_temp_dir()
         backup = callbacks.BackupAndRestore(directory)

@@ -226,6 +226,17 @@ class GanArgumentsTest(tu.TestCase):
         with self.assertRaisesRegex(fp_config.ConfigError, r"lookahead.forms names unknown forms \['alternate'\]"):
             fp_config.gan_arguments(config)
 
+    def test_the_stray_probe_is_off_by_default_and_checked_where_it_enters(self):
+        config = tu.tiny_config("ring8")
+        self.assertIsNone(fp_config.gan_arguments(config)["probe"])
+        config.probe.every = 25
+        self.assertEqual(repr(fp_config.gan_arguments(config)["probe"]), "StrayProbe(every=25)")
+        config.probe.every = -3
+        with self.assertRaisesRegex(
+            fp_config.ConfigError, r"^invalid config.probe: every must be a positive integer. Received: every=-3$"
+        ):
+            fp_config.gan_arguments(config)
+
 
 class FitStepsPerExecutionTest(tu.TestCase):
     @parameterized.parameters(
@@ -308,10 +319,9 @@ class WarmupTest(tu.TestCase):
                 "warmup_g_lr_scale": 1.0,
                 "checkpoint_minutes": 10,
                 "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},  # whole
+                "probe": {"every": 0},  # a run recorded before the stray probe measured nothing
             },
         )
-        # A recorded adaptive augmentation from before held-out images existed followed ADA's signal.
-
         self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was
         # A recorded adaptive augmentation from before held-out images existed followed ADA's signal.
         adaptive = {"adaptive_augment": {"target": 0.6, "interval": 4, "ramp_images": 1000}}

@@ -24,10 +24,22 @@ import tensorflow as tf
 from tf_fusedprop.experiment import files, pictures, summaries
 from tf_fusedprop.experiment.config import json_values, schedule
 
-__all__ = ["BackupAndRestore", "Evaluation", "Progress", "RunCallbacks", "SampleGrid", "Scalars", "Throughput"]
+__all__ = [
+    "RECORDED_SIGNALS",
+    "BackupAndRestore",
+    "Evaluation",
+    "Progress",
+    "RunCallbacks",
+    "SampleGrid",
+    "Scalars",
+    "Throughput",
+]
 
 #: Minutes between a run's early sample grids and, in a log file, its progress lines (`Progress`).
 PROGRESS_MINUTES = 5
+#: Training signals of the epoch that an evaluation's history entry keeps beside the metrics:
+#: an adaptive augmentation's probability, a `StrayProbe`'s means over the epoch's probes.
+RECORDED_SIGNALS = ("augment_p", "stray", "stray_cosine")
 
 
 def _global_step(model):
@@ -106,7 +118,8 @@ class Evaluation(keras.callbacks.Callback):
         `step` (G updates), `train_seconds` (the throughput's epoch time so far: evaluations,
         sample grids and checkpoints excluded), `metrics` (plain numbers), and `finite`
         (False once a loss of an epoch so far was not finite, or the model's `divergence()`
-        recorded a non-finite update); with an adaptive augmentation also `augment_p`.
+        recorded a non-finite update); the epoch's `RECORDED_SIGNALS` the model logged
+        (`augment_p` of an adaptive augmentation, `stray` and `stray_cosine` of a probe).
     """
 
     def __init__(self, evaluate, every=1, throughput=None):
@@ -135,8 +148,7 @@ class Evaluation(keras.callbacks.Callback):
                     key: value.item() if isinstance(value, np.generic) else value for key, value in self.last.items()
                 },
                 "finite": self._finite,
-                # An adaptive augmentation's probability then (`FusedPropGAN`'s augment_p).
-                **({"augment_p": float(logs["augment_p"])} if logs and "augment_p" in logs else {}),
+                **{key: float(logs[key]) for key in RECORDED_SIGNALS if logs and key in logs},
             }
         )
         if logs is not None:

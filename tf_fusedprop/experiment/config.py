@@ -25,6 +25,7 @@ from tf_fusedprop.ema import EMA
 from tf_fusedprop.experiment import datasets, image_files, training_plan
 from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.regularizers import R1, GradientPenalty
+from tf_fusedprop.stray_probe import StrayProbe
 
 __all__ = [
     "DATASET_FIELDS",
@@ -199,6 +200,7 @@ GAN_FIELDS = (
     "augment",
     "adaptive_augment",
     "lookahead",
+    "probe",
 )
 
 #: Fields added after runs were recorded, with the value that means what those runs did: a
@@ -213,6 +215,7 @@ ADDED_FIELDS = {
     "ema": {"rampup": None},
     "checkpoint_minutes": 10,  # how often a run saves, not what it trains
     "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},
+    "probe": {"every": 0},
 }
 #: The same for the fields a dataset adds, by dataset: a run of your images recorded before
 #: compositing existed trained on the colour stored beneath transparent pixels.
@@ -271,6 +274,7 @@ def gan_arguments(config):
         (("adaptive_augment",), lambda: {"augment": _augment(config)}),
         (("ema",), lambda: {"ema": _feature(EMA, config.ema, "decay", 0.5)}),
         (("lookahead",), lambda: {"lookahead": _lookahead(config)}),
+        (("probe",), lambda: {"probe": _feature(StrayProbe, config.probe, "every", 1)}),
     )
     arguments = {"seed": config.seed}
     for keys, build in builders:

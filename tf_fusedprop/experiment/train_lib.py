@@ -258,7 +258,9 @@ def _announce(config, strategy, precision, run, out, gan, checkpoint, notes):
         f"{config.name}: {config.dataset}, network {config.network}, loss {config.loss}, form {config.form}, "
         f"{config.steps} steps ({epochs} epochs of {steps_per_epoch}), batch {config.batch_size}"
     )
-    plugins = [repr(p) for p in (gan.form, *gan.regularizers, gan.augment, gan.ema, gan.lookahead) if p is not None]
+    plugins = [
+        repr(p) for p in (gan.form, *gan.regularizers, gan.augment, gan.ema, gan.lookahead, gan.probe) if p is not None
+    ]
     _print(f"step: {', '.join(plugins)}")
     _print(f"Writing to {run.path}; rerun the same command (or pass --workdir={run.path}) to resume it.")
     if checkpoint and checkpoint.get("epoch_steps"):

@@ -55,8 +55,10 @@ class RecordTest(tu.TestCase):
         self.assertEqual((stopped["status"], stopped["final"]), ("stopped", None))
         self.assertNotIn("augment_p", rec["history"][0])
         history[0]["augment_p"] = 0.25  # an adaptive augmentation's probability then, kept
+        history[1].update(stray=0.125, stray_cosine=0.5)  # a stray probe's epoch means, kept
         rec = record(self.run_, self.config, {"steps": 30, "train_seconds": 3.0}, history, 4.0)
         self.assertEqual([e.get("augment_p") for e in rec["history"]], [0.25, None, None])
+        self.assertEqual([(e.get("stray"), e.get("stray_cosine")) for e in rec["history"]][1], (0.125, 0.5))
 
 
 class TrainRunTest(tu.TestCase):

@@ -1,0 +1,123 @@
+"""Does the stray probe tell a run that stalls from one that does not, early enough to act on?
+
+    python benchmarks/quality.py --tasks=mnist --forms=fused --override=steps=4000 \\
+        --override=alternate_every=0 --override=probe.every=10 --out=DIR      # probed runs
+    python benchmarks/stray_signal.py DIR [DIR ...] [--out=FILE_STEM]
+
+Reads the finished and stopped runs of each time-to-quality grid (`DIR/results.json`) whose
+history holds a `tf_fusedprop.StrayProbe`'s epoch means (`stray`: ||g_alt - g_sim|| / ||g_sim||,
+and `stray_cosine`), and writes, per task, each run's quality metric and the probe's numbers at
+every evaluation: a markdown table (`FILE_STEM.md`, default `DIR/stray.md`) and a figure
+(`FILE_STEM.png`: the metric above, `stray` below, one line per run) to compare runs that stalled
+with runs that did not (issue 62, step 2).
+"""
+
+import argparse
+import json
+import os
+
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+
+# isort: split
+from benchmarks.time_to_quality.tasks import TASKS
+
+PROBED = ("stray", "stray_cosine")
+
+
+def probed_runs(directories):
+    """`{task: [run record, ...]}` of the runs whose history holds the probe's numbers, in
+    the order of their grids, by form and seed."""
+    runs = {}
+    for directory in directories:
+        with open(os.path.join(directory, "results.json")) as f:
+            records = json.load(f)["runs"]
+        for record in sorted(records, key=lambda r: (r["task"], r["form"], r.get("stabilizer") or "", r["seed"])):
+            if any("stray" in entry for entry in record.get("history") or ()):
+                runs.setdefault(record["task"], []).append(record)
+    return runs
+
+
+def _label(record):
+    stabilizer = record.get("stabilizer")
+    row = record["form"] + (f"+{stabilizer}" if stabilizer and stabilizer != "defaults" else "")
+    return f"{row} s{record['seed']}"
+
+
+def _cell(value, digits):
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def table(task, records):
+    """The markdown table of one task: per run, the metric / stray / cosine at each evaluation."""
+    metric = TASKS[task].plot[0]
+    steps = sorted({entry["step"] for record in records for entry in record["history"]})
+    lines = [
+        f"### {task}: {metric} / stray / cosine at each evaluation",
+        "",
+        "| run | " + " | ".join(str(step) for step in steps) + " |",
+        "|---|" + "---|" * len(steps),
+    ]
+    for record in records:
+        by_step = {entry["step"]: entry for entry in record["history"]}
+        cells = []
+        for step in steps:
+            entry = by_step.get(step)
+            if entry is None:
+                cells.append("")
+                continue
+            value = (entry.get("metrics") or {}).get(metric)
+            cells.append(f"{_cell(value, 3)} / {_cell(entry.get('stray'), 2)} / {_cell(entry.get('stray_cosine'), 2)}")
+        lines.append(f"| {_label(record)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(runs, path):
+    """Per task, the metric (above) and `stray` (below) against G updates, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(runs), figsize=(5.5 * len(runs), 7), squeeze=False, sharex="col")
+    for column, (task, records) in enumerate(runs.items()):
+        metric, label, scale, _, _, log = TASKS[task].plot
+        for record in records:
+            steps = [entry["step"] for entry in record["history"]]
+            values = [(entry.get("metrics") or {}).get(metric) for entry in record["history"]]
+            values = [None if v is None else v * scale for v in values]
+            line = axes[0, column].plot(steps, values, marker=".", label=_label(record))[0]
+            axes[1, column].plot(
+                steps, [entry.get("stray") for entry in record["history"]], marker=".", color=line.get_color()
+            )
+        axes[0, column].set(title=task, ylabel=label, yscale="log" if log else "linear")
+        axes[1, column].set(xlabel="G updates", ylabel="stray: ||g_alt - g_sim|| / ||g_sim||", yscale="log")
+        axes[0, column].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("grids", nargs="+", help="time-to-quality grid directories (with results.json)")
+    parser.add_argument("--out", help="file stem of the table and figure (default: FIRST_GRID/stray)")
+    args = parser.parse_args(argv)
+    runs = probed_runs(args.grids)
+    if not runs:
+        parser.exit(1, f"No run of {', '.join(args.grids)} was probed (config probe.every > 0).\n")
+    stem = args.out or os.path.join(args.grids[0], "stray")
+    header = (
+        "# The stray probe beside quality\n\nWritten by `benchmarks/stray_signal.py` from "
+        + ", ".join(f"`{g}`" for g in args.grids)
+        + ". Per evaluation: the task's metric, `stray` (||g_alt - g_sim|| / ||g_sim||, G's gradient "
+        "at D's updated weights against its gradient at D's old ones, the epoch's mean over the probed "
+        "updates) and `stray_cosine`.\n\n"
+    )
+    with open(stem + ".md", "w") as f:
+        f.write(header + "\n".join(table(task, records) for task, records in runs.items()))
+    figure(runs, stem + ".png")
+    print(f"{sum(map(len, runs.values()))} probed runs: {stem}.md, {stem}.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""benchmarks/stray_signal.py: the probe's numbers beside each run's quality, from a grid's records."""
+
+import json
+import os
+import sys
+
+from tests import testing_utils as tu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import stray_signal  # noqa: E402
+
+
+def run(seed, fids, strays, form="fused"):
+    history = [
+        {"step": 250 * (i + 1), "metrics": {"fid": fid, "kid": 1.0}, "stray": stray, "stray_cosine": 0.9}
+        for i, (fid, stray) in enumerate(zip(fids, strays))
+    ]
+    return {"task": "mnist", "form": form, "stabilizer": "defaults", "seed": seed, "history": history}
+
+
+class StraySignalTest(tu.TestCase):
+    def test_a_table_row_and_a_line_per_probed_run(self):
+        out = self.get_temp_dir()
+        unprobed = {
+            "task": "mnist",
+            "form": "alternating",
+            "seed": 0,
+            "history": [{"step": 250, "metrics": {"fid": 9.0}}],
+        }
+        runs = [run(1, [700.0, 12.5], [0.05, 0.25]), run(0, [650.0], [0.125]), unprobed]
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"runs": runs}, f)
+
+        stray_signal.main([out])
+
+        with open(os.path.join(out, "stray.md")) as f:
+            text = f.read()
+        self.assertIn("| run | 250 | 500 |", text)
+        self.assertIn("| fused s0 | 650 / 0.12 / 0.9 |  |", text)  # seed order; a missing evaluation stays empty
+        self.assertIn("| fused s1 | 700 / 0.05 / 0.9 | 12.5 / 0.25 / 0.9 |", text)
+        self.assertNotIn("alternating", text.split("\n\n", 2)[2])  # not probed: no row
+        self.assertTrue(os.path.getsize(os.path.join(out, "stray.png")) > 1000)
+
+    def test_grids_without_a_probed_run_say_so(self):
+        out = self.get_temp_dir()
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"runs": []}, f)
+        with self.assertRaises(SystemExit) as stopped:
+            stray_signal.main([out])
+        self.assertEqual(stopped.exception.code, 1)

@@ -102,3 +102,7 @@ class StrayProbeTest(tu.TestCase):
         gan = make_gan(fp.StrayProbe(every=7), spectral_norm=False)
         again = fp.FusedPropGAN.from_config(gan.get_config())
         self.assertEqual(repr(again.probe), "StrayProbe(every=7)")
+        # AltGD alone has no simultaneous update to probe: it logs nothing rather than zeros.
+        alternating = make_gan(fp.StrayProbe(every=1), form="alternating", spectral_norm=False)
+        self.assertNotIn("stray", [m.name for m in alternating.metrics])
+        self.assertEqual(repr(fp.FusedPropGAN.from_config(alternating.get_config()).probe), "StrayProbe(every=1)")

@@ -202,9 +202,12 @@ class FusedPropGAN(keras.Model):
         self.lookahead_weights = [] if lookahead is None else lookahead.attach(_trainable(models))
         self.updater = Updater(models, divergence, self.ema, self.lookahead)
         self._accumulators = accumulators(models, self.iter_size)
-        if self.probe is not None:
+        # A schedule without a simultaneous phase (alternating alone) has nothing to probe.
+        simultaneous = any(len(phase.players) > 1 for form in self.schedule.forms for phase in form.phases)
+        self._probing = self.probe is not None and simultaneous
+        if self._probing:
             self.probe.attach(generator, discriminator, self.iter_size)
-        probe_logs = () if probe is None else PROBE_LOGS
+        probe_logs = PROBE_LOGS if self._probing else ()
         self._trackers = {name: keras.metrics.Mean(name=name) for name in LOGS + self._adaptive_logs + probe_logs}
         self.d_optimizer = self.g_optimizer = None
         self.built = True
@@ -343,7 +346,7 @@ class FusedPropGAN(keras.Model):
         """The `Updater.apply` hook that probes a phase updating both players (None otherwise):
         it measures G's gradient at the updated D and puts the epoch's weighted statistics in
         the trackers."""
-        if self.probe is None or len(phase.players) < 2:
+        if not self._probing or len(phase.players) < 2:
             return None
         augment, _, scale_loss = plugins
 

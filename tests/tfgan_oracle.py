@@ -3,10 +3,13 @@
 `tensorflow-gan` 2.1.0 (in the test extra) fails at `import tensorflow_gan` on TF >= 2.16: its
 package `__init__` imports the removed `tf.estimator`. Its pure modules do not need it, so they
 are executed from the installed files under empty parent packages, without running any
-`__init__`. `classifier_metrics` also needs tensorflow-probability (and its tf-keras), which
-the test extra installs too.
+`__init__`. `classifier_metrics` also needs tensorflow-probability, which the test extra installs
+too; of it, the module uses `tfp.stats.covariance` alone, so that one module of tfp is executed
+from its installed file the same way (tfp's own `__init__` imports all of tfp and tf-keras:
+tens of seconds on 2 cores for one function).
 """
 
+import importlib
 import importlib.util
 import os
 import sys
@@ -33,6 +36,26 @@ def _ensure_parents(directory, dotted):
             package = types.ModuleType(name)
             package.__path__ = [os.path.join(directory, *parts[1:i])]
             sys.modules[name] = package
+
+
+_TFP = "tensorflow_probability"
+
+
+def _lean_probability():
+    """`tensorflow_probability` as `classifier_metrics` uses it (`tfp.stats.covariance`): tfp's
+    own `sample_stats` module under empty parent packages (none of tfp's `__init__`s run)."""
+    if _TFP in sys.modules and hasattr(sys.modules[_TFP], "stats"):
+        return
+    spec = importlib.util.find_spec(_TFP)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("tensorflow-probability is not installed (pip install -e '.[test]')")
+    directory = spec.submodule_search_locations[0]
+    for package in ("python.stats", "python.internal", "python.math"):
+        _ensure_parents(directory, f"{_TFP}.{package}")
+    sample_stats = importlib.import_module(f"{_TFP}.python.stats.sample_stats")
+    stats = sys.modules[f"{_TFP}.python.stats"]
+    stats.covariance = sample_stats.covariance  # what tfp's stats/__init__ exports under that name
+    sys.modules[_TFP].stats = stats
 
 
 def _load(relative_name):
@@ -63,6 +86,8 @@ def load(relative_name):
     try:
         for dependency in ("python.contrib_utils", "python.eval.eval_utils"):
             _load(dependency)
+        if relative_name == "python.eval.classifier_metrics":
+            _lean_probability()
         return _load(relative_name), None
     except Exception as err:  # noqa: BLE001 - any failure is a reason to skip, stated.
         return None, f"TF-GAN's {relative_name} cannot be loaded here: {type(err).__name__}: {err}"

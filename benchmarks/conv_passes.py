@@ -16,16 +16,27 @@ import statistics
 import time
 
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import own_flags
 import tensorflow as tf
 from absl import app, flags
 
 from tf_fusedprop import layers as fp_layers
 from tf_fusedprop import networks
 
-flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
-flags.DEFINE_integer("batch_size", 128, "Samples through D per pass (a fused step: real + fake).")
-flags.DEFINE_integer("reps", 15, "Timed calls per pass; the median is reported.")
 FLAGS = flags.FLAGS
+
+
+def define_flags(values=FLAGS):
+    """The command line's flags, on `values` (defined when run, not when imported: other
+    benchmarks define the same names; `run` defines them on its own `FlagValues`)."""
+    flags.DEFINE_string(
+        "network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).", flag_values=values
+    )
+    flags.DEFINE_integer(
+        "batch_size", 128, "Samples through D per pass (a fused step: real + fake).", flag_values=values
+    )
+    flags.DEFINE_integer("reps", 15, "Timed calls per pass; the median is reported.", flag_values=values)
+
 
 PASSES = ("fwd", "dX", "dW", "dW f32 from bf16")
 
@@ -101,14 +112,15 @@ def measure(shape, filters, kernel, strides, padding, batch_size, reps):
     return results
 
 
-def main(argv):
-    del argv
+def _main(values):
     print(machine.header())
-    print(f"network={FLAGS.network} D convolutions, batch={FLAGS.batch_size}, reps={FLAGS.reps}; ms per call (median)")
+    print(
+        f"network={values.network} D convolutions, batch={values.batch_size}, reps={values.reps}; ms per call (median)"
+    )
     print(f"{'convolution':32s} {'pass':17s} {'float32':>8s} {'bfloat16':>9s} {'f32/bf16':>9s}")
     totals = {}
-    for shape, filters, kernel, strides, padding in conv_shapes(FLAGS.network):
-        results = measure(shape, filters, kernel, strides, padding, FLAGS.batch_size, FLAGS.reps)
+    for shape, filters, kernel, strides, padding in conv_shapes(values.network):
+        results = measure(shape, filters, kernel, strides, padding, values.batch_size, values.reps)
         label = f"{shape[0]}x{shape[1]}x{shape[2]} -> {filters}, k{kernel[0]} s{strides[0]}"
         for name in PASSES:
             f32, bf16 = results.get((name, "float32"), results[("dW", "float32")]), results[(name, "bfloat16")]
@@ -119,5 +131,17 @@ def main(argv):
         print(f"{'all convolutions':32s} {name:17s} {f32:8.1f} {bf16:9.1f} {f32 / bf16:8.2f}x")
 
 
+def run(argv):
+    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
+    command line's; prints what the command line prints."""
+    _main(own_flags.parse(define_flags, argv))
+
+
+def main(argv):
+    del argv
+    _main(FLAGS)
+
+
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -16,6 +16,7 @@ rounds, median over `--reps`. The header gives the CPU and its flags.
 """
 
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import own_flags
 import tensorflow as tf
 from absl import app, flags
 from weight_gradients import DTYPES, define_flags, median_milliseconds, weight_gradient_shapes
@@ -75,25 +76,35 @@ def measure(x_shape, kernel_shape, stride, padding, reps):
     return median_milliseconds(calls, reps)
 
 
-def main(argv):
-    del argv
+def _main(values):
     tf.get_logger().setLevel("ERROR")  # a tf.function per formulation and shape: retracing is the point
     print(machine.header())
-    print(f"network={FLAGS.network}, batch={FLAGS.batch_size} (D: {2 * FLAGS.batch_size}), reps={FLAGS.reps}")
+    print(f"network={values.network}, batch={values.batch_size} (D: {2 * values.batch_size}), reps={values.reps}")
     print("input gradient (G's transposed convolutions: their forward pass), ms per call (median)")
     short = {"float32": "f32", "bfloat16": "bf16"}
     columns = [f"{short[dtype.name]} {name}" for dtype in DTYPES for name in FORMULATIONS]
     print(f"{'convolution':44s} " + " ".join(f"{c:>14s}" for c in columns))
     totals = {column: 0.0 for column in columns}
-    for label, x_shape, kernel_shape, strides, padding in weight_gradient_shapes(FLAGS.network, FLAGS.batch_size):
+    for label, x_shape, kernel_shape, strides, padding in weight_gradient_shapes(values.network, values.batch_size):
         if strides[0] != strides[1]:
             continue
-        ms = measure(x_shape, kernel_shape, strides[0], padding, FLAGS.reps)
+        ms = measure(x_shape, kernel_shape, strides[0], padding, values.reps)
         cells = [ms[name, dtype.name] for dtype in DTYPES for name in FORMULATIONS]
         for column, value in zip(columns, cells):
             totals[column] += value
         print(f"{label:44s} " + " ".join(f"{c:14.2f}" for c in cells))
     print("all: " + ", ".join(f"{column} {total:.1f} ms" for column, total in totals.items()))
+
+
+def run(argv):
+    """The benchmark from Python: `argv` (program name first) parsed into weight_gradients.py's
+    flags of its own; prints what the command line prints."""
+    _main(own_flags.parse(define_flags, argv))
+
+
+def main(argv):
+    del argv
+    _main(FLAGS)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import statistics
 import time
 
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import own_flags
 import tensorflow as tf
 from absl import app, flags
 
@@ -26,12 +27,14 @@ from tf_fusedprop import weight_gradient_formulations as formulations
 FLAGS = flags.FLAGS
 
 
-def define_flags():
-    """The command line's flags (defined when run, not when imported: other benchmarks define
-    the same names)."""
-    flags.DEFINE_string("network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).")
-    flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).")
-    flags.DEFINE_integer("reps", 9, "Timed rounds; the median is reported.")
+def define_flags(values=FLAGS):
+    """The command line's flags, on `values` (defined when run, not when imported: other
+    benchmarks define the same names; `run` defines them on its own `FlagValues`)."""
+    flags.DEFINE_string(
+        "network", "sngan_cnn", "Reference network pair (tf_fusedprop.networks.names()).", flag_values=values
+    )
+    flags.DEFINE_integer("batch_size", 64, "Real and generated samples per step (each).", flag_values=values)
+    flags.DEFINE_integer("reps", 9, "Timed rounds; the median is reported.", flag_values=values)
 
 
 DTYPES = (tf.float32, tf.bfloat16)
@@ -85,18 +88,17 @@ def median_milliseconds(calls, reps):
     return {key: 1e3 * statistics.median(t) for key, t in times.items()}
 
 
-def main(argv):
-    del argv
+def _main(values):
     tf.get_logger().setLevel("ERROR")  # a tf.function per formulation and shape: retracing is the point
     print(machine.header())
-    print(f"network={FLAGS.network}, batch={FLAGS.batch_size} (D: {2 * FLAGS.batch_size}), reps={FLAGS.reps}")
+    print(f"network={values.network}, batch={values.batch_size} (D: {2 * values.batch_size}), reps={values.reps}")
     print("weight gradient, ms per call (median); 'auto' is what conv_weight_gradients.choose picks in bfloat16")
     short = {"float32": "f32", "bfloat16": "bf16"}
     columns = [f"{short[dtype.name]} {name}" for dtype in DTYPES for name in formulations.WEIGHT_GRADIENTS]
     print(f"{'convolution':44s} " + " ".join(f"{c:>17s}" for c in columns) + f" {'auto (bf16)':>13s}")
     totals = {}
-    for label, x_shape, kernel_shape, strides, padding in weight_gradient_shapes(FLAGS.network, FLAGS.batch_size):
-        ms = measure(x_shape, kernel_shape, strides, padding, FLAGS.reps)
+    for label, x_shape, kernel_shape, strides, padding in weight_gradient_shapes(values.network, values.batch_size):
+        ms = measure(x_shape, kernel_shape, strides, padding, values.reps)
         choice = cwg.choose(x_shape, kernel_shape, strides, padding, tf.bfloat16)
         cells = [ms[name, dtype.name] for dtype in DTYPES for name in formulations.WEIGHT_GRADIENTS]
         for dtype in DTYPES:
@@ -110,6 +112,17 @@ def main(argv):
         f"all: float32 native {f32_native:.1f} ms; bfloat16 native {bf16_native:.1f} ms, as chosen {bf16_auto:.1f} ms "
         f"({bf16_native / bf16_auto:.2f}x)"
     )
+
+
+def run(argv):
+    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
+    command line's; prints what the command line prints."""
+    _main(own_flags.parse(define_flags, argv))
+
+
+def main(argv):
+    del argv
+    _main(FLAGS)
 
 
 if __name__ == "__main__":

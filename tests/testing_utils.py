@@ -153,6 +153,18 @@ def run_benchmark(script, *args, timeout=300):
     )
 
 
+def printed_by(run, argv):
+    """The lines a benchmark's `run(argv)` prints, run in this process (no fresh interpreter and
+    TensorFlow import per test); an error raises, its traceback the test's."""
+    import contextlib  # Lazy: few tests need it.
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run(argv)
+    return out.getvalue().splitlines()
+
+
 def marked_lines(stdout):
     """`{MARK: rest}` of the lines of a script's output that start with an upper-case word."""
     return dict(line.split(" ", 1) for line in stdout.splitlines() if line.split(" ")[0].isupper() and " " in line)

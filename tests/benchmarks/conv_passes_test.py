@@ -1,4 +1,5 @@
-"""benchmarks/conv_passes.py: D's convolutions read from the model, and a tiny run's table."""
+"""benchmarks/conv_passes.py: D's convolutions read from the model, and a tiny run's table (in this process:
+`conv_passes.run`, its flags parsed into flags of its own)."""
 
 import os
 import re
@@ -20,9 +21,7 @@ class ConvPassesTest(tu.TestCase):
         self.assertEqual(shapes[-1], ((4, 4, 256), 512, (3, 3), (1, 1), "SAME"))
 
     def test_prints_every_pass_of_every_convolution_and_the_totals(self):
-        result = tu.run_benchmark("conv_passes.py", "--network=digits", "--batch_size=4", "--reps=1")
-        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
-        lines = result.stdout.splitlines()
+        lines = tu.printed_by(conv_passes.run, ["conv_passes.py", "--network=digits", "--batch_size=4", "--reps=1"])
         self.assertRegex(lines[0], r"flags: .*; \d+ cpus; tf ")
         convolutions = len(conv_passes.conv_shapes("digits"))
         row = r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$"

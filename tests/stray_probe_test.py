@@ -94,6 +94,18 @@ class StrayProbeTest(tu.TestCase):
         self.assertTrue(np.all((strays > 0) & (strays < 10)), strays)
         self.assertNotIn("stray", runs[0][1])
 
+    def test_under_two_replicas_a_probed_run_trains_exactly_as_an_unprobed_one(self):
+        data = np.random.default_rng(4).uniform(-1, 1, (32,) + tu.IMAGE).astype("float32")
+        runs = []
+        for probe in (None, fp.StrayProbe(every=1)):
+            with tu.two_cpu_strategy().scope():
+                gan = make_gan(probe)
+            history = gan.fit(data, batch_size=16, epochs=1, shuffle=False, verbose=0).history
+            runs.append(([v.numpy() for v in gan.variables], history))
+        for plain, probed in zip(runs[0][0], runs[1][0]):
+            self.assertAllEqual(plain, probed)
+        self.assertTrue(0 < runs[1][1]["stray"][0] < 10 and 0 < runs[1][1]["stray_cosine"][0] <= 1, runs[1][1])
+
     def test_arguments_and_config(self):
         with self.assertRaisesRegex(ValueError, "every must be a positive integer. Received: every=0"):
             fp.StrayProbe(every=0)

@@ -96,15 +96,8 @@ def _main(values):
     print("all: " + ", ".join(f"{column} {total:.1f} ms" for column, total in totals.items()))
 
 
-def run(argv):
-    """The benchmark from Python: `argv` (program name first) parsed into weight_gradients.py's
-    flags of its own; prints what the command line prints."""
-    _main(own_flags.parse(define_flags, argv))
-
-
-def main(argv):
-    del argv
-    _main(FLAGS)
+# weight_gradients.py's flags: the same network, batch and rounds.
+run, main = own_flags.entry_points(define_flags, _main)
 
 
 if __name__ == "__main__":

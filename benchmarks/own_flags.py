@@ -16,3 +16,22 @@ def parse(define_flags, argv):
     define_flags(values)
     values(argv)
     return values
+
+
+def entry_points(define_flags, body):
+    """`(run, main)` of a benchmark whose work is `body(values)` (its flags' values):
+    `run(argv)` for Python (a test, a notebook) parses `argv` (program name first) into flags of
+    its own and prints what the command line prints; `main(argv)` is absl's `app.run` entry,
+    reading the command line's flags (`define_flags()` defines them before `app.run`)."""
+
+    def run(argv):
+        """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as
+        the command line's; prints what the command line prints."""
+        body(parse(define_flags, argv))
+
+    def main(argv):
+        """The command line's entry (absl's `app.run`): the flags already parsed."""
+        del argv
+        body(flags.FLAGS)
+
+    return run, main

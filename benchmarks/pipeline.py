@@ -134,17 +134,6 @@ def step_images_per_second(size, batch_size, steps, real, generator_width=None, 
     return steps * batch_size / (time.perf_counter() - start)
 
 
-def run(argv):
-    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
-    command line's; prints what the command line prints."""
-    _main(own_flags.parse(define_flags, argv))
-
-
-def main(argv):
-    del argv
-    _main(FLAGS)
-
-
 def _main(values):
     print(machine.header())
     if values.photos:
@@ -178,6 +167,8 @@ def _main(values):
     for size, decode, pipeline, step in rows:
         print(f"| {size} px | {decode:.0f} | {pipeline:.0f} | {step:.1f} | {pipeline / step:.0f}x |")
 
+
+run, main = own_flags.entry_points(define_flags, _main)
 
 if __name__ == "__main__":
     define_flags()

@@ -74,17 +74,6 @@ def stamped_run(command, env):
     return stamps
 
 
-def run(argv):
-    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
-    command line's; prints what the command line prints."""
-    _main(own_flags.parse(define_flags, argv))
-
-
-def main(argv):
-    del argv
-    _main(FLAGS)
-
-
 def _main(values):
     print(machine.header())
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,6 +109,8 @@ def _main(values):
         cells = [f"{stamps[k]:.1f}" if stamps[k] is not None else "—" for k in ("images", "first_step", "total")]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
+
+run, main = own_flags.entry_points(define_flags, _main)
 
 if __name__ == "__main__":
     define_flags()

@@ -114,16 +114,7 @@ def _main(values):
     )
 
 
-def run(argv):
-    """The benchmark from Python: `argv` (program name first) parsed into flags of its own, as the
-    command line's; prints what the command line prints."""
-    _main(own_flags.parse(define_flags, argv))
-
-
-def main(argv):
-    del argv
-    _main(FLAGS)
-
+run, main = own_flags.entry_points(define_flags, _main)
 
 if __name__ == "__main__":
     define_flags()

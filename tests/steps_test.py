@@ -1,6 +1,7 @@
 """The forms: exactness of every single-pass form against two-tape SimGD, the conventional
 steps, the (loss, form) checks and the refusals."""
 
+import functools
 import itertools
 
 import keras
@@ -63,11 +64,19 @@ def two_tape_simgd(
     )
 
 
+@functools.cache
+def shared_pair(dtype, spectral_norm):
+    """One tiny pair per (dtype, spectral norm) for the 76 exactness cases, built once: computing
+    gradients changes no weight, and each case snapshots the state it starts from and restores it
+    before every run."""
+    return tu.tiny_pair(dtype=dtype, spectral_norm=spectral_norm)
+
+
 class ExactnessTest(tu.TestCase):
     @parameterized.product(pair=VALID_PAIRS, spectral_norm=(False, True), dtype=("float32", "float64"))
     def test_matches_two_tape_simgd(self, pair, spectral_norm, dtype):
         loss, form = pair
-        generator, discriminator = tu.tiny_pair(dtype=dtype, spectral_norm=spectral_norm)
+        generator, discriminator = shared_pair(dtype, spectral_norm)
         real, z = tu.tiny_batch(dtype=dtype)
         state = tu.StateSnapshot(generator, discriminator)
         expected = two_tape_simgd(generator, discriminator, real, z, loss)

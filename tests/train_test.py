@@ -196,7 +196,9 @@ class BadInputTest(tu.TestCase):
 
 
 class QuietStartTest(tu.TestCase):
-    """TensorFlow's native start-up lines ignore TF_CPP_MIN_LOG_LEVEL: bad input is one line anyway."""
+    """TensorFlow's native start-up lines ignore TF_CPP_MIN_LOG_LEVEL: bad input is one line anyway.
+    And train.py's oneDNN and inter-op defaults are in the environment before the config file
+    (configs/base.py imports tf_fusedprop, so TensorFlow loads while the flags are parsed)."""
 
     # Each kind of bad input once, each TF_CPP_MIN_LOG_LEVEL once (unset: TF's default, all lines).
     @parameterized.parameters((None, "batch_size"), ("3", "workdir"))
@@ -207,11 +209,23 @@ class QuietStartTest(tu.TestCase):
             "batch_size": ["--config.batch_size=-3", f"--workdir={os.path.join(tmp, 'run')}"],
             "workdir": [f"--workdir={os.path.join(tmp, 'file', 'run')}"],
         }[bad]
-        env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+        unset = ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTEROP_THREADS")  # as a user has them
+        env = {key: value for key, value in os.environ.items() if key not in unset}
         if level is not None:
             env["TF_CPP_MIN_LOG_LEVEL"] = level
+        marks = os.path.join(tmp, "marks")
+        script = (  # `python train.py ARGS`, then what TensorFlow was loaded with, written to a file
+            "import os, sys\n"
+            f"sys.path.insert(0, {os.path.dirname(TRAIN)!r})\n"
+            "import train\n"
+            f"status = train.run(['train.py', *{args!r}])\n"
+            "from tf_fusedprop import machine\n"
+            f"with open({marks!r}, 'w') as f:\n"
+            "    f.write(repr((machine._ONEDNN_AT_IMPORT, os.environ.get('TF_NUM_INTEROP_THREADS'))))\n"
+            "sys.exit(status)\n"
+        )
         result = subprocess.run(
-            [sys.executable, TRAIN, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=180
+            [sys.executable, "-c", script], cwd=tmp, env=env, capture_output=True, text=True, timeout=180
         )
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertEqual(result.stdout, "")
@@ -219,6 +233,8 @@ class QuietStartTest(tu.TestCase):
         self.assertRegex(
             result.stderr, r"^error: (config.batch_size must be a positive integer|cannot write to workdir)"
         )
+        with open(marks) as f:
+            self.assertEqual(f.read(), "('1', '1')")  # oneDNN on and one inter-op thread, as train.py sets
 
     def test_what_native_code_printed_is_shown_with_a_python_error_raised_meanwhile(self):
         script = (  # _startup loaded alone: it imports nothing of TensorFlow, so this process starts at once
@@ -331,35 +347,6 @@ class RepeatableTest(tu.TestCase):
 
 
 class CommandLineTest(tu.TestCase):
-    def test_onednn_is_on_before_a_config_file_loads_tensorflow(self):
-        # configs/base.py imports tf_fusedprop's form names, so TensorFlow loads while the flags
-        # are parsed: train.py's oneDNN default must be in the environment before that.
-        script = (
-            "import sys, train\n"
-            "status = train.run(['train.py', '--config=configs/ring8.py', '--config.batch_size=-3'])\n"
-            "from tf_fusedprop import machine\n"
-            "print('STATUS', status)\n"
-            "print('ONEDNN', repr(machine._ONEDNN_AT_IMPORT))\n"
-            "import os\n"
-            "print('INTEROP', os.environ.get('TF_NUM_INTEROP_THREADS'))\n"
-        )
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTEROP_THREADS")
-        }
-        result = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=os.path.dirname(TRAIN),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        self.assertEqual(
-            tu.marked_lines(result.stdout), {"STATUS": "2", "ONEDNN": "'1'", "INTEROP": "1"}, result.stderr
-        )
-
     def test_sigterm_while_the_config_is_read_is_one_line_and_exit_143(self):
         script = (
             "import os, signal, sys, time, train\n"

@@ -99,13 +99,13 @@ class SpeedTest(tu.TestCase):
             "--steps_per_round=1",
             "--warmup_steps=0",
             "--forms=fused",
-            "--variants=float32,float32+keras_conv_transpose",
+            "--variants=float32,float32+keras_conv_transpose+probe",
         )
         report = json.loads(printed.strip().splitlines()[-1])
         self.assertRegex(report["header"], r"flags: .*; \d+ cpus; tf ")
         self.assertCountEqual(
             report["seconds_per_step"],
-            ["float32/fused", "float32+keras_conv_transpose/fused"],
+            ["float32/fused", "float32+keras_conv_transpose+probe/fused"],
         )
         self.assertTrue(all(seconds > 0 for seconds in report["seconds_per_step"].values()))
 

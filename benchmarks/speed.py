@@ -33,7 +33,7 @@ A variant is a `+`-joined set of levers:
 | `fused_adam` | both players' Adam as `tf_fusedprop.optimizers.Adam` (one fused op per variable; what `train.py` uses) instead of `keras.optimizers.Adam` |
 | `keras_leaky_relu` | D built with `keras.layers.LeakyReLU` instead of `tf_fusedprop.layers.LeakyReLU` (whose gradient keeps Grappler's Conv/MatMul+BiasAdd+LeakyRelu fusion) |
 | `keras_conv_transpose` | G built with `keras.layers.Conv2DTranspose` instead of `tf_fusedprop.layers.Conv2DTranspose` (TF's own weight-gradient kernel; what a G written with Keras's layers runs) |
-| `r1`, `r1_lazy`, `gp`, `augment`, `ema`, `probe`, `probe10` | what a feature costs: R1 (gamma 1) every step or every 16th (`R1(1.0, every=16)`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999), the stray probe on every update or every 10th (`StrayProbe(every=1)`, `(every=10)`; simultaneous forms only) |
+| `r1`, `r1_lazy`, `gp`, `augment`, `ema`, `probe` | what a feature costs: R1 (gamma 1) every step or every 16th (`R1(1.0, every=16)`), WGAN-GP (weight 10), DiffAugment (color,translation,cutout), an EMA generator (0.999), the stray probe on every update (`StrayProbe(every=1)`; simultaneous forms only: every k-th update costs 1/k of the difference, which a median over rounds would not show) |
 
 e.g. `--variants=float32,keras_leaky_relu,mixed_bfloat16,mixed_bfloat16+xla`. The header
 gives the CPU, its flags, TensorFlow and oneDNN; a last line prints everything as JSON.
@@ -163,7 +163,6 @@ FEATURES = {
     "augment": lambda: {"augment": fp.DiffAugment("color,translation,cutout")},
     "ema": lambda: {"ema": fp.EMA(0.999)},
     "probe": lambda: {"probe": fp.StrayProbe(every=1)},
-    "probe10": lambda: {"probe": fp.StrayProbe(every=10)},
 }
 
 

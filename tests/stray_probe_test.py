@@ -111,7 +111,10 @@ class StrayProbeTest(tu.TestCase):
             fp.StrayProbe(every=0)
         with self.assertRaisesRegex(ValueError, r"probe takes tf_fusedprop.StrayProbe objects .*Received: probe=5"):
             make_gan(5)
-        gan = make_gan(fp.StrayProbe(every=7), spectral_norm=False)
+        probe = fp.StrayProbe(every=7)
+        gan = make_gan(probe, spectral_norm=False)
+        with self.assertRaisesRegex(ValueError, "already measures another GAN's players"):
+            make_gan(probe, spectral_norm=False)
         again = fp.FusedPropGAN.from_config(gan.get_config())
         self.assertEqual(repr(again.probe), "StrayProbe(every=7)")
         # AltGD alone has no simultaneous update to probe: it logs nothing rather than zeros.

@@ -89,7 +89,15 @@ class StrayProbe:
     def attach(self, generator, discriminator, iter_size):
         """Binds the probe to the players; with `iter_size` > 1 makes the shadow variables of
         its own gradient (formed over the micro-batches like the step's). Call it where the
-        model's variables live."""
+        model's variables live.
+
+        Raises:
+          ValueError: this probe already measures another pair of players.
+        """
+        if self._models is not None and self._models != (generator, discriminator):
+            raise ValueError(
+                "This StrayProbe already measures another GAN's players; pass a new StrayProbe(...) for another GAN."
+            )
         self._models = (generator, discriminator)
         self._accumulators = accumulators({G: generator}, iter_size)
         self.iter_size = iter_size

@@ -21,6 +21,7 @@ def get_base_config():
     | warmup | G updates of `alternating` (with `n_dis`) before `form` (`tf_fusedprop.schedules.Warmup`); 0: none |
     | warmup_g_lr_scale | after the warm start, G's learning rate is g_lr x this (1: unchanged) |
     | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.schedules.Periodic`; needs steps_per_execution 1); 0: none |
+    | auto.threshold, .every, .window, .hold | `tf_fusedprop.schedules.Auto`: threshold 0 (off), or the mean stray (over `window` probes, `every` G updates apart) below which the next `hold` G updates alternate |
     | n_dis | D updates per G update; with a simultaneous form the first n_dis - 1 are D-only steps |
     | iter_size | micro-batches per update (gradient accumulation) |
     | batch_size | real samples per update (split into iter_size micro-batches) |
@@ -45,7 +46,7 @@ def get_base_config():
     | probe.every | `tf_fusedprop.StrayProbe(every)`: 0 (off), or G updates between measurements of how far a simultaneous update strays from an alternating one (`stray`, `stray_cosine` in the epoch line and TensorBoard); training is unchanged |
     | lookahead.every, lookahead.alpha, lookahead.forms | `tf_fusedprop.Lookahead(every, alpha)`: Lookahead-minmax, every 0 (off) or G updates per jump; the slow weights' step; the forms it applies to (comma-separated names, or the rules `all_forms` and `simultaneous_forms`) |
 
-    The sub-dicts `ema`, `adaptive_augment`, `r1`, `gp`, `lookahead` and `probe` are the keyword arguments of the objects they configure
+    The sub-dicts `ema`, `adaptive_augment`, `r1`, `gp`, `lookahead`, `probe` and `auto` are the keyword arguments of the objects they configure
     (`tf_fusedprop.experiment.config.gan_arguments`), which check them.
     """
     config = config_dict.ConfigDict()
@@ -90,6 +91,7 @@ def get_base_config():
     config.gp = config_dict.ConfigDict({"weight": 0.0, "every": 1})
     config.lookahead = config_dict.ConfigDict({"every": 0, "alpha": 0.5, "forms": "all_forms"})
     config.probe = config_dict.ConfigDict({"every": 0})
+    config.auto = config_dict.ConfigDict({"threshold": 0.0, "every": 10, "window": 10, "hold": 100})
     return config
 
 

@@ -1,6 +1,6 @@
-"""FusedPropGAN under a schedule of forms (`schedules.Warmup`, `schedules.Periodic`): `fit` switches by
-itself, as a hand-made switch would, with every step plugin, across a save and reload, and under
-`tf.distribute`."""
+"""FusedPropGAN under a schedule of forms (`schedules.Warmup`, `schedules.Periodic`, `schedules.Auto`):
+`fit` switches by itself, as a hand-made switch would, with every step plugin, across a save and
+reload, and under `tf.distribute`."""
 
 import contextlib
 import io
@@ -127,6 +127,75 @@ class PeriodicTest(tu.TestCase):
         self.assertEqual(int(gan.d_optimizer.iterations.numpy()), 10)
         with self.assertRaisesRegex(ValueError, r"needs steps_per_execution=1 \(received 2\)"):
             fit(build(fp.schedules.Periodic("fused", every=4), steps_per_execution=2), x, y, epochs=1)
+
+
+def auto(threshold=100.0, window=2):
+    """Probes every update; after each `window` probes whose mean stray is below `threshold`
+    (100: always), alternates 2 updates. With window 2, 2 steps an epoch: fused, alternating, ..."""
+    return fp.schedules.Auto("fused", threshold=threshold, every=1, window=window, hold=2)
+
+
+class AutoTest(tu.TestCase):
+    def test_fit_alternates_where_the_probes_ask_as_a_hand_made_switch_would_and_says_so_once_each(self):
+        x, y = data()
+        scheduled = build(auto(), "r1_augment", iter_size=2)
+        printed = fit(scheduled, x, y, epochs=4)
+        self.assertEqual(
+            [line.split(" (")[0] for line in printed.splitlines()],
+            [
+                "G update 2: fused -> alternating until G update 4",
+                "G update 4: alternating -> fused",
+                "G update 6: fused -> alternating until G update 8",
+            ],
+        )
+        self.assertEqual(scheduled.history.history["alternated"], [0, 2, 2, 4])
+        by_hand = build("fused", "r1_augment", iter_size=2)
+        for epoch, form in enumerate(["fused", "alternating", "fused", "alternating"]):
+            switch_by_hand(by_hand, form)
+            fit(by_hand, x, y, epochs=epoch + 1, initial_epoch=epoch)
+        state = {id(v) for v in scheduled.schedule_state}  # what the hand-made run has no need of
+        trained = [v.numpy() for v in scheduled.variables if id(v) not in state]
+        for a, b in zip(trained, weights(by_hand), strict=True):
+            self.assertAllEqual(a, b)
+
+    def test_it_decides_on_the_mean_stray_of_the_window(self):
+        x, _ = data(n=8)  # one step an epoch: the logged stray is the update's
+        keras.utils.set_random_seed(0)
+        probed = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), seed=7, probe=fp.StrayProbe(every=1))
+        probed.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
+        measured = probed.fit(x, batch_size=8, epochs=2, shuffle=False, verbose=0).history["stray"]
+        mean = (measured[0] + measured[1]) / 2
+        for threshold, alternated in ((mean * 1.001, 1), (mean * 0.999, 0)):
+            gan = build(auto(threshold))
+            gan.fit(x, batch_size=8, epochs=3, shuffle=False, verbose=0)
+            self.assertEqual(gan.history.history["alternated"][-1], alternated, (threshold, measured))
+            self.assertAllClose(float(gan.schedule._state["mean"].numpy()), mean, rtol=1e-5)
+
+    def test_a_run_saved_before_or_after_a_decision_resumes_as_an_uninterrupted_one(self):
+        x, y = data()
+        straight = build(auto(window=3), "ema_lookahead")
+        fit(straight, x, y, epochs=5)  # decides at update 2 (alternates 3-4), then at 7 (8-9)
+        for saved_after in (1, 2, 4):  # mid-window; inside a stretch; right after a decision
+            first = build(fp.schedules.get(straight.schedule.get_config()), "ema_lookahead")
+            fit(first, x, y, epochs=saved_after)
+            path = os.path.join(self.get_temp_dir(), f"auto{saved_after}.keras")
+            first.save(path)
+            resumed = keras.models.load_model(path)
+            fit(resumed, x, y, epochs=5, initial_epoch=saved_after)
+            self.assertEqual(resumed.history.history["alternated"][-1], 4)
+            for a, b in zip(weights(resumed), weights(straight), strict=True):
+                self.assertAllEqual(a, b)
+
+    def test_under_a_two_replica_strategy_as_on_one_device(self):
+        x, _ = data(n=32)
+        one = build(auto(), batch_norm=False)
+        one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        with tu.two_cpu_strategy().scope():
+            two = build(auto(), batch_norm=False)
+        two.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        self.assertEqual(two.history.history["alternated"], one.history.history["alternated"])
+        self.assertEqual(int(two.d_optimizer.iterations.numpy()), 4)
+        self.assertLess(tu.max_relative_difference(two.trainable_weights, one.trainable_weights), 1e-5)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ class ScheduleTest(tu.TestCase):
         schedules.Warmup(forms.SinglePass("inverse", n_dis=2), updates=10, start=forms.Alternating(n_dis=5)),
         schedules.Periodic("fused", every=4, other="simultaneous"),
         schedules.Warmup(schedules.Periodic("fused", every=2), updates=4),
+        schedules.Auto("inverse", threshold=0.3, every=5, window=4, hold=50, other=forms.Alternating(n_dis=2)),
+        schedules.Warmup(schedules.Auto("fused"), updates=100),
     )
     def test_configs_round_trip(self, schedule):
         again = schedules.get(schedule.get_config())
@@ -87,6 +89,10 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Periodic("fused", every=1), "every must be at least 2"),
         (lambda: schedules.get("warmup"), r"form='warmup' is a schedule of forms: construct it \(.*schedules.Warmup"),
         (lambda: schedules.Warmup("fast"), "Unknown training form. Received: form='fast'"),
+        (lambda: schedules.Auto("fused", threshold=0), "threshold must be a positive number. Received: threshold=0"),
+        (lambda: schedules.Auto("fused", hold=0), "hold must be a positive integer"),
+        (lambda: schedules.Auto(schedules.Periodic("fused")), "Auto switches between two forms"),
+        (lambda: schedules.Auto("fused").counts(10), "depend on the run: read its `alternated` log"),
     )
     def test_refusals_are_one_line(self, make, message):
         with self.assertRaisesRegex(ValueError, message):

@@ -122,7 +122,9 @@ class FusedPropGAN(keras.Model):
       form: a `forms.Form` (e.g. `Alternating(n_dis=5)`, `SinglePass("fused",
         check_independence=False)`), a name of `forms.FORMS`, or a schedule of forms
         (`schedules.Warmup("fused", updates=500)`: AltGD for the first 500 G updates, then fused;
-        `schedules.Periodic("fused", every=4)`), which `fit` follows by itself (`schedule`).
+        `schedules.Periodic("fused", every=4)`; `schedules.Auto("fused")`, which alternates where
+        the stray probe finds fused updates close to alternating ones), which `fit` follows by
+        itself (`schedule`).
       iter_size: micro-batches per update (gradient accumulation).
       seed: seed of the latents and of the plugins' seed streams; None: random.
       num_classes: for a class-conditional GAN, the number of classes K: fit on `(samples,
@@ -139,14 +141,15 @@ class FusedPropGAN(keras.Model):
         slow copies every `every` steps (Lookahead-minmax); None: off.
       probe: a `StrayProbe(every)`: every `every` G updates of a simultaneous phase, measure how
         far G's gradient at D's old weights strays from the one at D's updated weights (what
-        alternating would use); logged as `stray` and `stray_cosine`; training is unchanged.
+        alternating would use); logged as `stray` and `stray_cosine`; training is unchanged. A
+        schedule that follows the probe (`schedules.Auto`) makes its own.
 
     Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`;
     with an adaptive augmentation (`DiffAugment(..., p="auto")`) also `real_sign` (the epoch's
     mean of sign(D(real)), ADA's signal), with `held_out` images `real_above_held_out` (the mean
     of `P(D(real) > D(held_out))` over the epoch's adjustments, the signal it then follows), and
     `augment_p` (its probability now); with a `probe`, `stray` and `stray_cosine` (means over
-    the epoch's probed updates).
+    the epoch's probed updates); with `schedules.Auto`, `alternated` (its alternating updates so far).
     """
 
     def __init__(
@@ -185,6 +188,16 @@ class FusedPropGAN(keras.Model):
         self.ema = None if ema is None else _plugin("ema", ema, EMA)
         self.lookahead = None if lookahead is None else _plugin("lookahead", lookahead, Lookahead)
         self.probe = None if probe is None else _plugin("probe", probe, StrayProbe)
+        if self.schedule.probe_every is not None:  # the schedule follows the probe
+            if self.probe is None:
+                self.probe = StrayProbe(self.schedule.probe_every)
+            elif self.probe.every != self.schedule.probe_every:
+                raise ValueError(
+                    f"{self.schedule!r} follows a probe every {self.schedule.probe_every} G updates; "
+                    f"received probe={self.probe!r}. Leave probe=None (the schedule makes its own)."
+                )
+        # Tracked, so that a schedule's state (what an adaptive one decided) is saved and restored.
+        self.schedule_state = self.schedule.attach()
         self._streams = _seed_streams(seed, self.sampler, self.regularizers, self.augment)
         # Tracked, so that `variables` (and snapshots of them) include the streams' states.
         self.seed_generators = [stream.generator for stream in self._streams.values()]
@@ -294,6 +307,7 @@ class FusedPropGAN(keras.Model):
         for name, value in logs.items():
             self._trackers[name].update_state(value)
         results = {m.name: m.result() for m in self.metrics}
+        results.update(self.schedule.trained(self._active_form, self.updater.step))
         if self.augment_state:
             results["augment_p"] = self.augment.p
         # Across workers Keras reduces each step's results over axis 0, which fails on scalars
@@ -353,8 +367,10 @@ class FusedPropGAN(keras.Model):
         def between(grads):
             options = steps.StepOptions(augment, (), scale_loss)
             sums, weight = self.probe.measure(self.updater.step, batch, self.gan_loss, options, grads[G])
-            for name, value in self.probe.statistics(sums).items():
+            statistics = self.probe.statistics(sums)
+            for name, value in statistics.items():
                 self._trackers[name].update_state(value, sample_weight=weight)
+            self.schedule.observe(statistics["stray"], weight, self.updater.step)
 
         return between
 

@@ -12,15 +12,24 @@ either side of a switch trains as an uninterrupted one.
 | `Constant(form)` | `form`, always (what a plain form means to `FusedPropGAN`) |
 | `Warmup(form, updates, start)` | `start` (AltGD) while `u < updates`, then what `form` says |
 | `Periodic(form, every, other)` | `other` (AltGD) when `(u + 1) % every == 0`, else `form` |
+| `Auto(form, other, threshold, every, window, hold)` | `form`, and `other` (AltGD) for `hold` updates after each `window` probes whose mean stray is below `threshold` |
+
+A fixed schedule's switch depends only on the G update count. `Auto`'s depends on what the run
+measures (`tf_fusedprop.stray_probe`): its state (`attach`) is a few variables that the train
+step updates (`observe`, `trained`) and `fit` reads between calls, saved with the model, so a
+resumed run decides as an uninterrupted one.
 
 `get` takes a schedule, a form, a form's name or a `get_config()` dict of either; a new schedule
 is a class and an entry of `_REGISTRY`.
 """
 
+import keras
+import tensorflow as tf
+
 from tf_fusedprop import forms as fp_forms
 from tf_fusedprop._checks import Registry, positive_int
 
-__all__ = ["Constant", "Periodic", "Schedule", "Warmup", "get"]
+__all__ = ["Auto", "Constant", "Periodic", "Schedule", "Warmup", "get"]
 
 
 class Schedule:
@@ -54,6 +63,24 @@ class Schedule:
     def misaligned(self, steps_per_execution):
         """Why a train function of `steps_per_execution` steps cannot follow it, or None."""
         return None
+
+    #: G updates between the stray probe's measurements that the schedule follows; None: it
+    #: follows none (`FusedPropGAN` then probes only if asked to).
+    probe_every = None
+
+    def attach(self):
+        """Makes the schedule's state variables (call it where the model's variables live);
+        returns them, for the model to track (and save). A fixed schedule has none."""
+        return []
+
+    def observe(self, stray, probed, update):
+        """In the train step: the probe's `stray` of G update `update` (an int64 tensor),
+        `probed` 1.0 where it measured (0.0 elsewhere). A fixed schedule ignores it."""
+
+    def trained(self, form, update):
+        """In the train step, after `form` trained G update `update`: the schedule's logs
+        (`{name: tensor}`; a fixed schedule has none)."""
+        return {}
 
     def check(self, loss, generator, discriminator, generator_inputs=None):
         """As `Form.check`, for every form of the schedule; returns the `GANLoss`."""
@@ -157,6 +184,23 @@ class Warmup(Schedule):
             )
         return self.form.misaligned(steps_per_execution)
 
+    @property
+    def probe_every(self):
+        """What `form` follows."""
+        return self.form.probe_every
+
+    def attach(self):
+        """`form`'s state."""
+        return self.form.attach()
+
+    def observe(self, stray, probed, update):
+        """Passed on to `form` (the warm start's updates are not probed: they alternate)."""
+        self.form.observe(stray, probed, update)
+
+    def trained(self, form, update):
+        """`form`'s logs."""
+        return self.form.trained(form, update)
+
     def get_config(self):
         """The schedule as plain values (`get` rebuilds it)."""
         return {
@@ -221,8 +265,142 @@ class Periodic(Schedule):
         return f"Periodic({self.form!r}, every={self.every}, other={self.other!r})"
 
 
+class Auto(Schedule):
+    """`form` (fused by default), alternating for a while whenever its updates stray little
+    from alternating ones.
+
+    It follows the stray probe (`tf_fusedprop.stray_probe`, `every` G updates apart, on
+    `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
+    the next `hold` G updates are `other`'s (AltGD by default), after which `form` trains and is
+    probed again. Why low: on the tracked runs a low stray marked the updates that made no
+    progress (the stalls of fused runs that alternating escapes), and a high one those that
+    made the most (docs/quality.md, "The stray probe").
+
+    `fit` reads the decision between calls of the train function, so an alternating stretch
+    starts with the call after the probe that asked for it and ends with the first call at or
+    past its last update (`steps_per_execution` updates a call). Each change is one log line;
+    `alternated` (G updates trained by a form of `other`'s name so far, a warm start's included)
+    is logged with the metrics.
+
+    Args:
+      form: the form of most updates (a `Form`, a name of `forms.FORMS` or a `get_config()`
+        dict); the probe measures its simultaneous updates (alternating alone is never probed,
+        so it trains alone).
+      threshold: the mean stray below which the run alternates (> 0).
+      every: G updates between probes.
+      window: probes whose mean decides.
+      hold: G updates of `other` after a decision to alternate.
+      other: the alternating form.
+    """
+
+    def __init__(self, form="fused", threshold=0.4, every=10, window=10, hold=100, other="alternating"):
+        self.form = _one_form("form", form, "Auto switches between two forms")
+        self.other = _one_form("other", other, "Auto switches between two forms")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 0:
+            raise ValueError(f"threshold must be a positive number. Received: threshold={threshold!r}")
+        self.threshold = float(threshold)
+        self.every = positive_int("every", every)
+        self.window = positive_int("window", window)
+        self.hold = positive_int("hold", hold)
+        self._state = None
+        self._last = None  # the form of the last call, for the switch's log line
+        super().__init__((self.form, self.other))
+
+    @property
+    def probe_every(self):
+        """`every`."""
+        return self.every
+
+    def attach(self):
+        """The state: the update at which the current alternating stretch ends, the probes'
+        sum and count in the current window, the last window's mean, and `alternated`."""
+        if self._state is not None:
+            raise ValueError("This Auto schedule already trains a GAN; pass a new schedules.Auto(...) for another.")
+
+        def variable(name, dtype):
+            return keras.Variable(0, dtype=dtype, trainable=False, aggregation="only_first_replica", name=name)
+
+        self._state = {
+            "until": variable("auto_until", "int64"),
+            "sum": variable("auto_window_sum", "float64"),
+            "count": variable("auto_window_count", "int64"),
+            "mean": variable("auto_last_mean", "float64"),
+            "alternated": variable("auto_alternated", "int64"),
+        }
+        return list(self._state.values())
+
+    def observe(self, stray, probed, update):
+        """Adds a probe to the window; when it is full, decides (and starts a new window)."""
+        state = self._state
+        total = state["sum"] + tf.cast(stray, tf.float64) * tf.cast(probed, tf.float64)
+        count = state["count"] + tf.cast(probed > 0, tf.int64)
+        full = count >= self.window
+        mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
+        low = tf.logical_and(full, mean < self.threshold)
+        state["until"].assign(tf.where(low, tf.cast(update, tf.int64) + 1 + self.hold, state["until"]))
+        state["mean"].assign(tf.where(full, mean, state["mean"]))
+        state["sum"].assign(tf.where(full, tf.constant(0.0, tf.float64), total))
+        state["count"].assign(tf.where(full, tf.constant(0, tf.int64), count))
+
+    def trained(self, form, update):
+        """Counts the updates of a form named as `other` (a warm start's too): `{"alternated":
+        updates so far}`."""
+        alternated = self._state["alternated"]
+        if form.name == self.other.name:
+            alternated.assign_add(1)
+        return {"alternated": tf.identity(alternated)}
+
+    def form_at(self, update):
+        """`other` before the end of a stretch the probes asked for, else `form` (before
+        `attach`: `form`)."""
+        if self._state is not None and update < int(self._state["until"].numpy()):
+            return self.other
+        return self.form
+
+    def counts(self, stop, start=0):
+        """Unknown before the run: the run logs `alternated`."""
+        raise ValueError(
+            "An Auto schedule's counts depend on the run: read its `alternated` log instead of counting ahead."
+        )
+
+    def switch_note(self, update):
+        """One line where the form changes from the last call's."""
+        form, last = self.form_at(update), self._last
+        self._last = form
+        if form is last or (last is None and form is self.form):
+            return None
+        if form is self.other:
+            mean = float(self._state["mean"].numpy())
+            until = int(self._state["until"].numpy())
+            if last is None:  # resumed inside a stretch
+                return f"G update {update}: {self.other.name} until G update {until} (resumed)"
+            return (
+                f"G update {update}: {self.form.name} -> {self.other.name} until G update {until} (mean stray "
+                f"{mean:.3f} < {self.threshold:g} over the last {self.window} probes)"
+            )
+        return f"G update {update}: {self.other.name} -> {self.form.name} (probing again)"
+
+    def get_config(self):
+        """The schedule as plain values (`get` rebuilds it)."""
+        return {
+            "name": "auto",
+            "form": self.form.get_config(),
+            "threshold": self.threshold,
+            "every": self.every,
+            "window": self.window,
+            "hold": self.hold,
+            "other": self.other.get_config(),
+        }
+
+    def __repr__(self):
+        return (
+            f"Auto({self.form!r}, threshold={self.threshold:g}, every={self.every}, window={self.window}, "
+            f"hold={self.hold}, other={self.other!r})"
+        )
+
+
 # Schedules by the names of their `get_config()` (they need arguments: no name alone).
-_REGISTRY = Registry("schedule", {"warmup": Warmup, "periodic": Periodic})
+_REGISTRY = Registry("schedule", {"warmup": Warmup, "periodic": Periodic, "auto": Auto})
 
 
 def get(schedule):

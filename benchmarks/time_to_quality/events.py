@@ -18,6 +18,7 @@ _TRAINING_SCALARS = {
     "augment_p",
     "stray",
     "stray_cosine",
+    "alternated",
     "steps_per_second",
 }
 

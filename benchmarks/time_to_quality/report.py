@@ -318,9 +318,35 @@ def seconds_model(task, runs, seconds_per_update):
     per_update = {form.name: _per_update(task, form.name, seconds_per_update) for form in plan.schedule.forms}
     if None in per_update.values():
         return None
+    if not _counted_ahead(plan):
+        return _seconds_from_runs(plan, runs, per_update)
 
     def seconds_at(steps):
         return sum(count * per_update[name] for name, count in plan.counts(steps).items())
+
+    return seconds_at
+
+
+def _counted_ahead(plan):
+    """Whether the plan says how many updates each form trains (an `Auto` schedule does not)."""
+    try:
+        plan.counts(1)
+    except ValueError:
+        return False
+    return True
+
+
+def _seconds_from_runs(plan, runs, per_update):
+    """`seconds_at` of a schedule that decides during the run: each run's `alternated` log at
+    that evaluation (its alternating updates; a warm start's are among them) x alternating's
+    seconds, the other updates x the form's; the median over the runs that logged it."""
+    other = "alternating"
+    (form,) = [f.name for f in plan.schedule.forms if f.name != other]
+    logged = [{e["step"]: e["alternated"] for e in r["history"] if "alternated" in e} for r in runs]
+
+    def seconds_at(steps):
+        each = [(steps - a[steps]) * per_update[form] + a[steps] * per_update[other] for a in logged if steps in a]
+        return statistics.median(each) if each else None
 
     return seconds_at
 

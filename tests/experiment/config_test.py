@@ -289,7 +289,9 @@ class WarmupTest(tu.TestCase):
         config.form = "alternating"  # alternating before alternating: no schedule
         self.assertEqual(repr(fp_config.gan_arguments(config)["form"]), "Alternating(n_dis=2)")
         config.form, config.warmup = "fused", -1
-        with self.assertRaisesRegex(fp_config.ConfigError, r"^invalid config.warmup, config.alternate_every: updates"):
+        with self.assertRaisesRegex(
+            fp_config.ConfigError, r"^invalid config.warmup, config.alternate_every, config.auto: updates"
+        ):
             fp_config.gan_arguments(config)
 
     def test_one_alternating_update_every_k_after_the_warm_start_one_step_per_call(self):
@@ -320,6 +322,7 @@ class WarmupTest(tu.TestCase):
                 "checkpoint_minutes": 10,
                 "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},  # whole
                 "probe": {"every": 0},  # a run recorded before the stray probe measured nothing
+                "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100},  # and never alternated by it
             },
         )
         self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was

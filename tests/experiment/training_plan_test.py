@@ -21,7 +21,8 @@ class PlanTest(tu.TestCase):
         self.assertEqual(repr(plan.form), repr(expected))
         rate = plan.g_learning_rate()
         self.assertAllClose([rate(0), rate(3), rate(4), rate(99)], [config.g_lr] * 2 + [3 * config.g_lr] * 2)
-        self.assertEqual(plan.fields, {"warmup": 4, "alternate_every": 3, "warmup_g_lr_scale": 3.0})
+        off = training_plan.SCHEDULING_FIELDS["auto"]
+        self.assertEqual(plan.fields, {"warmup": 4, "alternate_every": 3, "warmup_g_lr_scale": 3.0, "auto": off})
         self.assertEqual(plan.counts(12), {"alternating": 7, "fused": 5})  # 4 + updates 5, 8 and 11
         self.assertEqual(plan.fitted_steps_per_execution(steps_per_epoch=8, wanted=4), 1)  # the mix: one per call
 
@@ -44,6 +45,22 @@ class PlanTest(tu.TestCase):
         fp_config.validate(config.copy_and_resolve_references())  # no alignment asked of alternating
         config.alternate_every = 1
         with self.assertRaisesRegex(ValueError, "every must be at least 2"):
+            training_plan.plan(config)
+
+    def test_auto_alternates_where_the_probes_say_after_a_warm_start_and_is_no_periodic_mix(self):
+        config = tu.tiny_config("ring8")
+        config.update(warmup=4, steps_per_execution=5)
+        config.auto.update(threshold=0.4, hold=50)
+        plan = training_plan.plan(config)
+        auto = {"threshold": 0.4, "every": 10, "window": 10, "hold": 50}
+        self.assertEqual(plan.fields["auto"], auto)
+        self.assertEqual(plan.schedule.form.get_config(), fp.schedules.Auto("fused", **auto).get_config())
+        self.assertEqual(plan.fitted_steps_per_execution(steps_per_epoch=20, wanted=5), 4)  # the warm start's
+        config.alternate_every = 4
+        with self.assertRaisesRegex(ValueError, "alternate_every and auto.threshold are two schedules"):
+            training_plan.plan(config)
+        config.alternate_every, config.auto.threshold = 0, -1.0
+        with self.assertRaisesRegex(ValueError, "threshold must be a positive number"):
             training_plan.plan(config)
 
     def test_a_record_from_before_the_schedules_reads_as_none(self):

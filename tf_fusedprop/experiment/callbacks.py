@@ -38,8 +38,9 @@ __all__ = [
 #: Minutes between a run's early sample grids and, in a log file, its progress lines (`Progress`).
 PROGRESS_MINUTES = 5
 #: Training signals of the epoch that an evaluation's history entry keeps beside the metrics:
-#: an adaptive augmentation's probability, a `StrayProbe`'s means over the epoch's probes.
-RECORDED_SIGNALS = ("augment_p", "stray", "stray_cosine")
+#: an adaptive augmentation's probability, a `StrayProbe`'s means over the epoch's probes, an
+#: `Auto` schedule's alternating updates so far.
+RECORDED_SIGNALS = ("augment_p", "stray", "stray_cosine", "alternated")
 
 
 def _global_step(model):
@@ -119,7 +120,8 @@ class Evaluation(keras.callbacks.Callback):
         sample grids and checkpoints excluded), `metrics` (plain numbers), and `finite`
         (False once a loss of an epoch so far was not finite, or the model's `divergence()`
         recorded a non-finite update); the epoch's `RECORDED_SIGNALS` the model logged
-        (`augment_p` of an adaptive augmentation, `stray` and `stray_cosine` of a probe).
+        (`augment_p` of an adaptive augmentation, `stray` and `stray_cosine` of a probe,
+        `alternated` of an `Auto` schedule).
     """
 
     def __init__(self, evaluate, every=1, throughput=None):

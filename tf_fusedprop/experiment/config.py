@@ -193,6 +193,7 @@ GAN_FIELDS = (
     "n_dis",
     "warmup",
     "alternate_every",
+    "auto",
     "iter_size",
     "ema",
     "r1",
@@ -216,6 +217,7 @@ ADDED_FIELDS = {
     "checkpoint_minutes": 10,  # how often a run saves, not what it trains
     "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},
     "probe": {"every": 0},
+    "auto": training_plan.SCHEDULING_FIELDS["auto"],
 }
 #: The same for the fields a dataset adds, by dataset: a run of your images recorded before
 #: compositing existed trained on the colour stored beneath transparent pixels.
@@ -264,7 +266,7 @@ def gan_arguments(config):
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
         (("form",), lambda: {"form": fp_forms.get(config.form)}),  # an unknown name blames config.form alone
         (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
-        (("warmup", "alternate_every"), lambda: {"form": training_plan.plan(config).form}),
+        (("warmup", "alternate_every", "auto"), lambda: {"form": training_plan.plan(config).form}),
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
         (("num_classes",), lambda: {"num_classes": _num_classes(config.num_classes)}),

@@ -1,8 +1,9 @@
 """The training plan of a config, in one place: which form trains each G update, and G's rate.
 
 A config names its form (`form`, `n_dis`) and may schedule it (`warmup`: G updates of
-alternating first; `alternate_every`: one alternating update in every k; `warmup_g_lr_scale`:
-G's rate after the warm start). `plan(config)` reads those fields once into a `TrainingPlan`,
+alternating first; `alternate_every`: one alternating update in every k; `auto.threshold`:
+alternating where the stray probe finds the form's updates close to alternating ones,
+`schedules.Auto`; `warmup_g_lr_scale`: G's rate after the warm start). `plan(config)` reads those fields once into a `TrainingPlan`,
 and everything that depends on them asks it: the GAN's form (`config.gan_arguments`), the
 alignment of `steps_per_execution` with the switches (`config.validate`,
 `config.fit_steps_per_execution`), G's learning rate (`train_lib`), which fields change what a
@@ -21,7 +22,12 @@ from tf_fusedprop import schedules
 __all__ = ["SCHEDULING_FIELDS", "TrainingPlan", "plan"]
 
 #: The config fields that schedule the form, with the values that schedule nothing.
-SCHEDULING_FIELDS = {"warmup": 0, "alternate_every": 0, "warmup_g_lr_scale": 1.0}
+SCHEDULING_FIELDS = {
+    "warmup": 0,
+    "alternate_every": 0,
+    "warmup_g_lr_scale": 1.0,
+    "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +87,8 @@ class TrainingPlan:
 
 
 def _value(config, key):
-    return config[key] if key in config else SCHEDULING_FIELDS.get(key)
+    value = config[key] if key in config else SCHEDULING_FIELDS.get(key)
+    return dict(value) if key == "auto" else value
 
 
 def plan(config):
@@ -95,14 +102,20 @@ def plan(config):
     form = fp_forms.get(_value(config, "form"), n_dis=_value(config, "n_dis"))
     warmup, every = _value(config, "warmup"), _value(config, "alternate_every")
     alternating = fp_forms.Alternating(n_dis=form.n_dis)
+    auto = _value(config, "auto")
     schedule = schedules.Constant(form)
     if every:
         schedule = schedules.Periodic(form, every=every, other=alternating)
+    if auto["threshold"] or not isinstance(auto["threshold"], (int, float)):  # 0 is off; anything else is checked
+        if every:
+            raise ValueError("alternate_every and auto.threshold are two schedules of alternating updates: set one.")
+        schedule = schedules.Auto(form, other=alternating, **auto)
     if warmup or not isinstance(warmup, int):  # 0 is none; anything else is checked
         schedule = schedules.Warmup(schedule, updates=warmup, start=alternating)
     g_lr = _value(config, "g_lr")
     if isinstance(form, fp_forms.Alternating):  # alternating mixed with alternating is alternating
         return TrainingPlan(schedules.Constant(form), g_lr, g_lr, dict(SCHEDULING_FIELDS))
     scale = _value(config, "warmup_g_lr_scale") if warmup else SCHEDULING_FIELDS["warmup_g_lr_scale"]
-    fields = {"warmup": warmup, "alternate_every": every, "warmup_g_lr_scale": scale}
+    auto = auto if auto["threshold"] else SCHEDULING_FIELDS["auto"]
+    fields = {"warmup": warmup, "alternate_every": every, "warmup_g_lr_scale": scale, "auto": auto}
     return TrainingPlan(schedule, g_lr, g_lr * scale, fields)

@@ -76,6 +76,17 @@ class PlateauThresholdTest(tu.TestCase):
         # updates 0-499 alternating, then of 500-1499 those u with (u + 1) % 4 == 0: 250 of them
         self.assertAllClose(seconds_model("mnist", mixed, seconds)(1500), 750 * 0.3 + 750 * 0.24)
 
+    def test_an_auto_schedules_updates_are_modelled_from_each_runs_alternated_log(self):
+        seconds = {"alternating": 0.3, "fused": 0.24}
+        config = {"form": "fused", "n_dis": 1, "g_lr": 2e-4, "steps": 1000, "auto": {"threshold": 0.4}}
+        runs = [
+            {"form": "fused", "config": config, "history": [{"step": 500, "alternated": a}, {"step": 1000}]}
+            for a in (100, 200, 400)
+        ]
+        seconds_at = seconds_model("mnist", runs, seconds)
+        self.assertAllClose(seconds_at(500), 300 * 0.24 + 200 * 0.3)  # the median run's
+        self.assertIsNone(seconds_at(1000))  # no run logged it there
+
     def test_the_best_evaluation_of_each_run_and_its_modelled_time(self):
         records = plateau_records()
         by_id = {r["id"]: r for r in records}

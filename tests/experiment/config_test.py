@@ -1,4 +1,4 @@
-"""config: the field tables, validate's one-line errors, the schedule and the JSON form."""
+"""config: validate's one-line errors, the GAN's arguments, the schedule and the JSON form."""
 
 import json
 
@@ -7,10 +7,8 @@ from absl.testing import parameterized
 from ml_collections import config_dict
 
 import tf_fusedprop as fp
-from configs import base
 from tests import testing_utils as tu
 from tf_fusedprop.experiment import config as fp_config
-from tf_fusedprop.experiment import datasets
 
 
 def _set(config, key, value):
@@ -21,17 +19,6 @@ def _set(config, key, value):
         node = node[parent]
     with node.ignore_type():
         node[last] = value
-
-
-class TablesTest(tu.TestCase):
-    def test_every_field_has_one_entry(self):
-        self.assertEqual(set(fp_config.FIELDS), set(base.get_base_config().keys()))
-        dataset_fields = {key for name in datasets.names() for key in datasets.get(name).fields}
-        self.assertEqual(set(fp_config.DATASET_FIELDS), dataset_fields)
-        self.assertFalse(set(fp_config.FIELDS) & dataset_fields)
-
-    def test_config_error_is_a_value_error(self):
-        self.assertTrue(issubclass(fp_config.ConfigError, ValueError))
 
 
 class ValidateTest(tu.TestCase):

@@ -1,9 +1,7 @@
 """image_files: a folder or zip of real image files (written here), decoded once into the cache."""
 
-import io
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -12,11 +10,11 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from absl.testing import parameterized
-from PIL import Image, ImageOps  # matplotlib's dependency, in the test extra: the orientation oracle
+from PIL import Image  # matplotlib's dependency, in the test extra: files TensorFlow does not write (LA, CMYK, P)
 
 from tests import testing_utils as tu
-from tf_fusedprop.experiment import files, image_files, real_samples
+from tests.experiment.image_decoding_test import BLOCKS, exif_jpeg
+from tf_fusedprop.experiment import files, image_decoding, image_files, real_samples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -187,12 +185,12 @@ class PrepareTest(tu.TestCase):
     def test_a_preparation_killed_midway_leaves_a_temporary_that_the_next_one_removes(self):
         script = (
             "import os, sys, time\n"
-            "from tf_fusedprop.experiment import image_files\n"
-            "decode = image_files._decode\n"
+            "from tf_fusedprop.experiment import image_decoding, image_files\n"
+            "decode = image_decoding.decode\n"
             "def slow(*args):\n"
             "    open(os.path.join(sys.argv[2], 'decoding'), 'w').close()\n"
             "    time.sleep(60)\n"
-            "image_files._decode = slow\n"
+            "image_decoding.decode = slow  # where image_files looks it up\n"
             "image_files.decode_once(sys.argv[1], 16, sys.argv[2], workers=1)\n"
         )
         os.makedirs(self.cache)
@@ -276,31 +274,9 @@ if __name__ == "__main__":
     tf.test.main()
 
 
-def exif_jpeg(pixels, orientation, byte_order="II"):
-    """A JPEG of `pixels` (uint8 [h, w, 3]) carrying an EXIF APP1 segment with `orientation`."""
-    fmt = "<" if byte_order == "II" else ">"
-    tiff = byte_order.encode() + struct.pack(fmt + "HI", 42, 8)
-    tiff += struct.pack(fmt + "HHHIHHI", 1, 0x0112, 3, 1, orientation, 0, 0)  # one entry, then no next IFD
-    payload = b"Exif\x00\x00" + tiff
-    jpeg = tf.io.encode_jpeg(pixels, quality=100).numpy()
-    return jpeg[:2] + b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload + jpeg[2:]
-
-
 class OrientationTest(tu.TestCase):
-    # 2 x 3 blocks of 8 px, each its own colour: JPEG keeps them, and every turn or mirror differs.
-    BLOCKS = np.kron(np.arange(18, dtype=np.uint8).reshape(2, 3, 3) * 14, np.ones((8, 8, 1), np.uint8))
-
-    @parameterized.product(orientation=tuple(range(1, 9)), byte_order=("II", "MM"))
-    def test_each_exif_orientation_is_applied_as_pillow_applies_it(self, orientation, byte_order):
-        raw = exif_jpeg(self.BLOCKS, orientation, byte_order)
-        self.assertEqual(image_files.exif_orientation(raw), orientation)
-        ours = image_files.oriented(tf.io.decode_jpeg(raw).numpy(), orientation)
-        pillow = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(raw))))  # the independent oracle
-        self.assertEqual(ours.shape, pillow.shape)
-        self.assertLess(np.abs(ours.astype(int) - pillow.astype(int)).max(), 3)
-
     def test_a_phone_photo_stored_sideways_is_prepared_upright(self):
-        upright = self.BLOCKS[:, :16]  # 16 x 16: no crop, so the two must agree pixel for pixel
+        upright = BLOCKS[:, :16]  # 16 x 16: no crop, so the two must agree pixel for pixel
         folder = os.path.join(self.get_temp_dir(), "photos")
         os.makedirs(folder)
         with open(os.path.join(folder, "portrait.jpg"), "wb") as f:
@@ -309,14 +285,6 @@ class OrientationTest(tu.TestCase):
         prepared = image_files.decode_once(folder, 16, os.path.join(self.get_temp_dir(), "cache"))
         portrait, reference = prepared.images[0], prepared.images[1]
         self.assertLess(np.abs(portrait.astype(int) - reference.astype(int)).max(), 3)
-
-    def test_no_or_damaged_exif_is_as_stored(self):
-        plain = tf.io.encode_jpeg(self.BLOCKS).numpy()
-        self.assertEqual(image_files.exif_orientation(plain), 1)
-        self.assertEqual(image_files.exif_orientation(b"\x89PNG\r\n\x1a\n"), 1)
-        damaged = exif_jpeg(self.BLOCKS, 6)[:30]  # cut inside the orientation entry
-        self.assertEqual(image_files.exif_orientation(damaged), 1)
-        self.assertEqual(image_files.exif_orientation(exif_jpeg(self.BLOCKS, 9)), 1)  # not an orientation
 
 
 class LargePhotoTest(tu.TestCase):
@@ -336,7 +304,7 @@ class LargePhotoTest(tu.TestCase):
         os.makedirs(folder)
         with open(os.path.join(folder, "p.jpg"), "wb") as f:
             f.write(exif_jpeg(np.ascontiguousarray(np.rot90(upright, 1)), 6))
-        with mock.patch.object(image_files.tf.io, "decode_jpeg", wraps=tf.io.decode_jpeg) as decode_jpeg:
+        with mock.patch.object(image_decoding.tf.io, "decode_jpeg", wraps=tf.io.decode_jpeg) as decode_jpeg:
             reduced = self.prepare(folder, 32)
         self.assertEqual(decode_jpeg.call_args.kwargs["ratio"], 8)  # 384 / 8 = 48 >= 32
         full = self.prepare(folder, 32, reduce_jpegs=False)

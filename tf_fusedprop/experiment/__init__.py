@@ -7,7 +7,8 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | module | what |
 |---|---|
 | `real_samples` | the real data: CIFAR-10 (TFDS: prepared, else downloaded), scikit-learn digits, MNIST-5k (and 1,000 of it), ring8/grid25 mixtures |
-| `image_files` | a user's images (a folder, a zip, a TFDS dataset) decoded once into a cache: crop, resize, transparency, what was skipped |
+| `image_files` | a user's images (a folder, a zip, a TFDS dataset) decoded once into a cache (each file by `image_decoding`), what was skipped |
+| `image_decoding` | one image's bytes to a square image: format sniffing, reduced JPEG decoding, EXIF orientation, transparency onto a background, crop and resize |
 | `data_errors` | the errors of data that cannot be read (`DatasetUnavailableError`, `ImageSourceError`, `NotPreparedError`), imported by the modules that read it |
 | `datasets` | one `DatasetSpec` per dataset name (shape, pipeline, evaluator, renderer, fields), and `open_dataset(config)`: one run's data, read once and shared (`OpenedDataset`) |
 | `metrics` | FID, IS, KID, mode coverage: numpy and scipy only |
@@ -17,6 +18,7 @@ imported on its own (`from tf_fusedprop.experiment import train_lib`):
 | `inference` | a run's samples and metrics from its checkpoint, without training (`train.py --mode=sample/evaluate`) |
 | `training_plan` | `plan(config)`: the form fields read once into the schedule of forms, G's rate after a warm start and the fields as they act |
 | `config` | `validate(config)`: one check per field, then the checks between fields and against the data; returns the opened dataset; `ConfigError` |
+| `config_fields` | the config's fields (`FIELDS`, `DATASET_FIELDS`), one check per field's value, and `ConfigError`, what every check raises |
 | `workdir` | the run directory: default location, existing-run check, `config.json`, one run at a time (`locked`) |
 | `files` | the one atomic write (temporary name, then rename; a full disk in one line), JSON, stale temporaries |
 | `pictures` | sample grids and scatter plots rendered with numpy, written as PNG |

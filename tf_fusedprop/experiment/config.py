@@ -6,32 +6,29 @@ the library's constructors (`gan_arguments`: `loss`, `form` and `n_dis` -> `form
 `augment` -> `DiffAugment`, `lookahead` -> `Lookahead(**lookahead)`), and the library checks them, once: `validate` builds those
 arguments and turns a ValueError into a one-line `ConfigError` naming the fields. What the
 library cannot check (the harness's own fields: the dataset, the schedule, the optimizers'
-numbers, the evaluation) has one entry each in `FIELDS` (or, for the fields a dataset adds,
-`DATASET_FIELDS`), and `RELATIONS` check fields against each other, in order.
+numbers, the evaluation) has one entry each in `config_fields.FIELDS` (or, for the fields a
+dataset adds, `config_fields.DATASET_FIELDS`), the check of its value, and `RELATIONS` check
+fields against each other, in order. `ConfigError`, what every check raises, is defined with
+the checks of one field (`config_fields`).
 """
 
 import dataclasses
 import inspect
 import json
-import math
 
 from tf_fusedprop import forms as fp_forms
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import networks as fp_networks
-from tf_fusedprop import precision as fp_precision
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.ema import EMA
-from tf_fusedprop.experiment import datasets, image_files, training_plan
+from tf_fusedprop.experiment import config_fields, datasets, training_plan
+from tf_fusedprop.experiment.config_fields import ConfigError, is_int, require
 from tf_fusedprop.lookahead import Lookahead
 from tf_fusedprop.regularizers import R1, GradientPenalty
 from tf_fusedprop.stray_probe import StrayProbe
 
 __all__ = [
-    "DATASET_FIELDS",
-    "FIELDS",
-    "GAN_FIELDS",
-    "MIXED_PRECISION",
     "RELATIONS",
     "ADDED_DATASET_FIELDS",
     "ADDED_FIELDS",
@@ -49,14 +46,6 @@ __all__ = [
     "with_added_fields",
 ]
 
-#: Accepted values of `config.mixed_precision` ("auto": from the hardware, `precision.choose`).
-MIXED_PRECISION = fp_precision.POLICIES + ("off",)
-
-
-class ConfigError(ValueError):
-    """An invalid config or workdir; the message is one line saying what was received and
-    what to do."""
-
 
 def schedule(config):
     """`(epochs, steps_per_epoch)`; an epoch longer than the run is shortened to the run."""
@@ -72,7 +61,7 @@ def fit_steps_per_execution(config):
     one the user set is checked by `validate` as it is. Invalid numbers are left to `validate`.
     """
     numbers = (config.steps, config.steps_per_epoch, config.steps_per_execution)
-    if not all(_is_int(n) and n > 0 for n in numbers):
+    if not all(is_int(n) and n > 0 for n in numbers):
         return config, None
     _, steps_per_epoch = schedule(config)
     try:
@@ -107,108 +96,11 @@ def json_values(config):
     return json.loads(json.dumps(config.to_dict()))
 
 
-def _check(condition, message):
-    if not condition:
-        raise ConfigError(message)
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-# --------------------------------------------------------------------------------------------
-# Checks of one field: check(key, value)
-# --------------------------------------------------------------------------------------------
-
-
-def _positive_int(key, value):
-    try:
-        positive_int(key, value)
-    except ValueError:
-        raise ConfigError(f"config.{key} must be a positive integer; received {key}={value!r}.") from None
-
-
-def _sample_count(key, value):
-    _check(
-        _is_int(value) and (value == 0 or value >= 2),
-        f"config.{key} must be 0 (off) or an integer >= 2; received {key}={value!r}.",
-    )
-
-
-def _seed(key, value):
-    _check(_is_int(value) and value >= 0, f"config.{key} must be an integer >= 0; received {key}={value!r}.")
-
-
-def _learning_rate(key, value):
-    _check(
-        isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
-        f"config.{key} must be a positive number; received {key}={value!r}.",
-    )
-
-
-def _adam_beta(key, value):
-    _check(
-        isinstance(value, (int, float)) and 0 <= value < 1, f"config.{key} must be in [0, 1); received {key}={value!r}."
-    )
-
-
-def _known(kind, names, get):
-    """The check that `get(value)` (a library registry lookup) knows the value."""
-
-    def check(key, value):
-        try:
-            return get(value)
-        except ValueError:
-            raise ConfigError(
-                f"unknown {kind}: received config.{key}={value!r}; expected one of {', '.join(names())}."
-            ) from None
-
-    return check
-
-
-def _mixed_precision(key, value):
-    _check(
-        value in MIXED_PRECISION,
-        f"config.{key} must be one of {', '.join(MIXED_PRECISION)}; received {key}={value!r}.",
-    )
-
-
-def _minutes(key, value):
-    _check(
-        isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 and value == value,
-        f"config.{key} must be a number of minutes, 0 or more (0: none); received {key}={value!r}.",
-    )
-
-
-def _bool(key, value):
-    _check(isinstance(value, bool), f"config.{key} must be True or False; received {value!r}.")
-
-
-_known_dataset = _known("dataset", datasets.names, datasets.get)
-
-#: The fields that configure the GAN (`gan_arguments` maps them; the library checks them).
-GAN_FIELDS = (
-    "loss",
-    "form",
-    "n_dis",
-    "warmup",
-    "alternate_every",
-    "auto",
-    "iter_size",
-    "ema",
-    "r1",
-    "gp",
-    "augment",
-    "adaptive_augment",
-    "lookahead",
-    "probe",
-)
-
-#: Fields added after runs were recorded, with the value that means what those runs did: a
-#: `config.json` without one reads as having that value (a resume, the benchmarks' records).
 #: The most real images an adaptive augmentation holds out (`adaptive_augment.held_out`).
 MAX_HELD_OUT = 1024
 
+#: Fields added after runs were recorded, with the value that means what those runs did: a
+#: `config.json` without one reads as having that value (a resume, the benchmarks' records).
 ADDED_FIELDS = {
     "warmup": 0,
     "alternate_every": 0,
@@ -222,37 +114,6 @@ ADDED_FIELDS = {
 #: The same for the fields a dataset adds, by dataset: a run of your images recorded before
 #: compositing existed trained on the colour stored beneath transparent pixels.
 ADDED_DATASET_FIELDS = {"images": {"background": "none"}}
-
-#: The fields of every config -> the check of the value (None: any value, or checked by the
-#: library through `gan_arguments`; `generator` and `discriminator` are checked against their
-#: builders by `RELATIONS`).
-FIELDS = {
-    "name": None,
-    "dataset": _known_dataset,
-    "network": _known("network", fp_networks.names, fp_networks.get),
-    "generator": None,
-    "discriminator": None,
-    "latent_dim": _positive_int,
-    **{key: None for key in GAN_FIELDS},
-    "batch_size": _positive_int,
-    "steps": _positive_int,
-    "steps_per_epoch": _positive_int,
-    "checkpoint_minutes": _minutes,
-    "d_lr": _learning_rate,
-    "g_lr": _learning_rate,
-    "warmup_g_lr_scale": _learning_rate,  # a positive factor
-    "beta1": _adam_beta,
-    "beta2": _adam_beta,
-    "seed": _seed,
-    "eval_samples": _sample_count,
-    "eval_every": _positive_int,
-    "grid_samples": _positive_int,
-    "cache_dir": None,
-    "mixed_precision": _mixed_precision,
-    "jit_compile": _bool,
-    "steps_per_execution": _positive_int,
-    "num_classes": None,
-}
 
 
 def gan_arguments(config):
@@ -361,9 +222,7 @@ def _augment(config):
     settings = dict(config.adaptive_augment)
     adaptive = settings["target"] is not None
     settings["held_out"] = settings["held_out"] or None  # 0: ADA's signal
-    if settings["held_out"] is not None and not (
-        _is_int(settings["held_out"]) and settings["held_out"] <= MAX_HELD_OUT
-    ):
+    if settings["held_out"] is not None and not (is_int(settings["held_out"]) and settings["held_out"] <= MAX_HELD_OUT):
         raise ValueError(
             f"adaptive_augment.held_out must be a number of images from 0 to {MAX_HELD_OUT} (D scores them all at "
             f"every adjustment); received held_out={settings['held_out']!r}"
@@ -404,42 +263,6 @@ def _num_classes(value):
     return None if value is None else positive_int("num_classes", value)
 
 
-def _channels(key, value):
-    _check(
-        value in (None, 1, 3),
-        f"config.{key} must be 1 (gray), 3 (RGB) or None (from the data); received {key}={value!r}.",
-    )
-
-
-def _data(key, value):
-    _check(
-        isinstance(value, str) and bool(value),
-        f"config.{key} must name your images: a folder (searched recursively), a .zip of one, or tfds:NAME[:SPLIT]; "
-        f"received {key}={value!r}.",
-    )
-
-
-def _background(key, value):
-    try:
-        image_files.background_color(value)
-    except ValueError as err:
-        raise ConfigError(f"config.{key}: {err} (e.g. --config.{key}=black or --config.{key}='#202020').") from None
-
-
-#: The fields that a dataset adds (its `DatasetSpec.fields`) -> the check of the value.
-DATASET_FIELDS = {
-    "data": _data,
-    "background": _background,
-    "channels": _channels,
-    "mirror": _bool,
-    "conditional": _bool,
-    "image_size": _positive_int,  # and a multiple of the network's (`_image_size_fits_network`)
-    "data_dir": None,
-    "inception_path": None,
-    "eval_real_samples": _sample_count,
-}
-
-
 # --------------------------------------------------------------------------------------------
 # Checks of fields against each other: check(config), once every field is valid
 # --------------------------------------------------------------------------------------------
@@ -448,7 +271,7 @@ DATASET_FIELDS = {
 def _network_fits_dataset(config):
     image = datasets.get(config.dataset).image
     fitting = [name for name in fp_networks.names() if fp_networks.facts(name).image == image]
-    _check(
+    require(
         fp_networks.facts(config.network).image == image,
         f"network {config.network!r} does not fit dataset {config.dataset!r}: use "
         f"{'an image network (' + ', '.join(fitting) + ')' if image else 'network ' + ', '.join(fitting)} "
@@ -460,7 +283,7 @@ def _image_size_fits_network(config):
     if "image_size" not in config:
         return
     multiple = fp_networks.facts(config.network).size_multiple
-    _check(
+    require(
         config.image_size % multiple == 0,
         f"network {config.network!r} builds images whose side is a multiple of {multiple}; received "
         f"image_size={config.image_size} (e.g. --config.image_size={max(multiple, round(config.image_size / multiple) * multiple)}).",
@@ -472,7 +295,7 @@ def _classes_fit_dataset(config, data):
         return
     names = data.class_names
     classes = None if names is None else len(names)
-    _check(
+    require(
         classes is not None and config.num_classes == classes,
         f"config.num_classes (a conditional GAN) must be the classes of dataset {config.dataset!r}"
         f"{f' ({classes})' if classes else ', which has no labels'}; received num_classes={config.num_classes}.",
@@ -480,7 +303,7 @@ def _classes_fit_dataset(config, data):
 
 
 def _augment_needs_images(config):
-    _check(
+    require(
         not config.augment or datasets.get(config.dataset).image,
         f"config.augment (DiffAugment) transforms images; dataset {config.dataset!r} has none "
         f"(received augment={config.augment!r}); set --config.augment=''.",
@@ -488,7 +311,7 @@ def _augment_needs_images(config):
 
 
 def _batch_splits_into_micro_batches(config):
-    _check(
+    require(
         config.batch_size % config.iter_size == 0,
         f"config.batch_size must be divisible by config.iter_size; received batch_size={config.batch_size}, "
         f"iter_size={config.iter_size}.",
@@ -496,7 +319,7 @@ def _batch_splits_into_micro_batches(config):
 
 
 def _whole_epochs(config):
-    _check(
+    require(
         config.steps <= config.steps_per_epoch or config.steps % config.steps_per_epoch == 0,
         f"config.steps must be a multiple of config.steps_per_epoch; received steps={config.steps}, "
         f"steps_per_epoch={config.steps_per_epoch} (e.g. --config.steps="
@@ -506,19 +329,19 @@ def _whole_epochs(config):
 
 def _whole_executions(config):
     _, steps_per_epoch = schedule(config)
-    _check(
+    require(
         steps_per_epoch % config.steps_per_execution == 0,
         f"the epoch length ({steps_per_epoch} steps) must be a multiple of config.steps_per_execution; "
         f"received steps_per_execution={config.steps_per_execution}.",
     )
     fields = training_plan.plan(config).fields  # what the schedule does (alternating: nothing)
     warmup = fields["warmup"]
-    _check(
+    require(
         warmup % config.steps_per_execution == 0,
         f"config.warmup ({warmup} G updates: the form switches there) must be a multiple of "
         f"config.steps_per_execution; received steps_per_execution={config.steps_per_execution}.",
     )
-    _check(
+    require(
         not fields["alternate_every"] or config.steps_per_execution == 1,
         f"config.alternate_every switches forms from one G update to the next: it needs "
         f"config.steps_per_execution=1; received steps_per_execution={config.steps_per_execution}.",
@@ -536,12 +359,12 @@ def _builder_arguments(config, data):
         reserved = set(fixed) | extra
         given = config[role].to_dict()
         for key in sorted(given):
-            _check(
+            require(
                 key not in reserved,
                 f"config.{role}.{key} is set from the data and config, not by hand; remove it "
                 f"(received {role}.{key}={given[key]!r}).",
             )
-            _check(
+            require(
                 key in parameters,
                 f"config.{role}.{key} is not an argument of {builder.__name__}; valid: "
                 f"{', '.join(sorted(parameters - reserved))} (received {role}.{key}={given[key]!r}).",
@@ -598,14 +421,14 @@ def check(config, data=None):
         and what is accepted.
       image_files.ImageSourceError: a user's images cannot be read.
     """
-    missing = [key for key in FIELDS if key not in config]
-    _check(not missing, f"the config lacks {', '.join(missing)}; build it on configs/base.py's get_base_config().")
-    spec = _known_dataset("dataset", config.dataset)
-    checks = {**FIELDS, **{key: DATASET_FIELDS[key] for key in spec.fields}}
+    missing = [key for key in config_fields.FIELDS if key not in config]
+    require(not missing, f"the config lacks {', '.join(missing)}; build it on configs/base.py's get_base_config().")
+    spec = config_fields.known_dataset("dataset", config.dataset)
+    checks = {**config_fields.FIELDS, **{key: config_fields.DATASET_FIELDS[key] for key in spec.fields}}
     unknown = sorted(set(config.keys()) - set(checks))
-    _check(not unknown, f"unknown config keys {unknown} for dataset {config.dataset!r}; remove them.")
+    require(not unknown, f"unknown config keys {unknown} for dataset {config.dataset!r}; remove them.")
     missing = [key for key in spec.fields if key not in config]
-    _check(not missing, f"dataset {config.dataset!r} needs config fields {missing}.")
+    require(not missing, f"dataset {config.dataset!r} needs config fields {missing}.")
     for key, check in checks.items():
         if check is not None:
             check(key, config[key])

@@ -16,23 +16,24 @@ so that a run does not die in epoch 7 on a bad JPEG: counted apart from the deco
 first few named with their reasons in the preparation line, all of them in the cache's
 `skipped.txt`; what TensorFlow's decoders print about them is hidden.
 
-A JPEG's EXIF orientation (a phone's portrait photo is stored sideways with a tag saying how to
-turn it) is applied before the crop, all eight of them (`exif_orientation`, `oriented`), so the
-images are upright as every viewer shows them.
+Each file's bytes become a square image in `image_decoding` (`image_decoding.decode`): the
+format known by its first bytes, a JPEG's EXIF orientation applied before the crop (a phone's
+portrait photo comes out upright), transparency composited onto `background`, the crop and the
+antialiased resize. This module lists the files, reads them, decodes them in parallel, keeps
+the result in the cache and says what was skipped.
 
 Speed: files are read in order and decoded on every core (threads; TensorFlow's decoders release
-the GIL), and a JPEG at least twice the target size is decoded at 1/2, 1/4 or 1/8 of its size by
-libjpeg's DCT scaling, so a folder of phone photos prepares at the speed of the decoder rather
-than of a full-size decode and resize (`benchmarks/pipeline.py --photos`).
+the GIL), and a JPEG at least twice the target size is decoded at a fraction of its size
+(`image_decoding.decode`), so a folder of phone photos prepares at the speed of the decoder
+rather than of a full-size decode and resize (`benchmarks/pipeline.py --photos`).
 
 Channels: 1 (gray) or 3 (RGB) as asked, or from the data: gray when every image is gray (or
 gray with alpha), else RGB, gray images replicated.
 
 Transparency: an image with an alpha channel is composited onto `background` (white by
-default: icons, logos and cut-out photos are drawn to be seen on a light page, and the colour
-stored under transparent pixels is whatever the editor left there, often garbage) before it is
-cropped and resized, so the hidden colour never shows; "none" keeps that colour (alpha dropped,
-what versions before 2026-12-06 did, and their caches). The preparation line counts the images
+default; `image_decoding.background_color`) before it is cropped and resized, so the colour
+stored under transparent pixels never shows; "none" keeps that colour (alpha dropped, what
+versions before 2026-12-06 did, and their caches). The preparation line counts the images
 that had transparency.
 
 The design follows StyleGAN2-ADA's `dataset_tool.py` (resize and crop once, ahead of
@@ -52,22 +53,18 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fusedprop import _startup, machine
-from tf_fusedprop.experiment import files
+from tf_fusedprop.experiment import files, image_decoding
 from tf_fusedprop.experiment.data_errors import ImageSourceError, NotPreparedError
 
 __all__ = [
-    "BACKGROUNDS",
     "IMAGE_EXTENSIONS",
     "DecodedImages",
     "ImageSourceError",
     "NotPreparedError",
     "Source",
     "UNDECODED_EXTENSIONS",
-    "background_color",
     "decode_once",
-    "exif_orientation",
     "open_source",
-    "oriented",
 ]
 
 #: File extensions read as images (lower case), as TensorFlow decodes them.
@@ -77,7 +74,7 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 UNDECODED_EXTENSIONS = (".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".dng", ".cr2", ".nef", ".arw")
 #: The cache's list of the files skipped, a path and its reason per line.
 SKIPPED = "skipped.txt"
-#: Bump when decoding, cropping or resizing changes: it is part of the cache's name.
+#: Bump when decoding, cropping or resizing changes (`image_decoding`): it is part of the cache's name.
 VERSION = 3  # 2: EXIF orientation applied; 3: large JPEGs decoded reduced
 
 
@@ -158,153 +155,6 @@ def open_source(path):
     return Source(path=path, members=tuple(name for name, _, _ in listing), fingerprint=digest)
 
 
-#: The first bytes of each format TensorFlow decodes (WebP: "RIFF", 4 bytes of size, "WEBP").
-_JPEG = b"\xff\xd8\xff"
-_MAGIC = (b"\x89PNG\r\n\x1a\n", _JPEG, b"GIF87a", b"GIF89a", b"BM")
-
-
-def _looks_like_an_image(raw):
-    """Whether `raw` starts as a PNG, JPEG, GIF, BMP or WebP file does: others are skipped
-    without asking TensorFlow, which would log a warning for each."""
-    return raw.startswith(_MAGIC) or (raw[:4] == b"RIFF" and raw[8:12] == b"WEBP")
-
-
-def _decode(raw, image_size, reduce_jpegs=True, background="white"):
-    """One image's bytes -> `(float32 [image_size, image_size, c] in [0, 255], transparent)` (c 1
-    or 3): decoded, turned upright, composited onto `background` (`_opaque`), centre-cropped to a
-    square, resized with antialiasing; `transparent` says whether it had a pixel not fully opaque.
-
-    A JPEG whose short side is at least twice `image_size` is decoded at 1/2, 1/4 or 1/8 of its
-    size (libjpeg's DCT scaling: each 8x8 block's lowest frequencies, the block averaged at 1/8),
-    the most that keeps the short side >= `image_size`; a phone photo at 64 px decodes ~3x faster
-    and is resized from ~375 px instead of 3,000. `reduce_jpegs=False` decodes at full size.
-
-    Raises:
-      ValueError: not an image file of a format TensorFlow decodes.
-    """
-    if not _looks_like_an_image(raw):
-        raise ValueError("not a PNG, JPEG, GIF, BMP or WebP file")
-    if raw.startswith(_JPEG) and reduce_jpegs:
-        height, width = tf.io.extract_jpeg_shape(raw).numpy()[:2]
-        ratio = next((r for r in (8, 4, 2) if min(height, width) >= r * image_size), 1)
-        image = tf.io.decode_jpeg(raw, ratio=ratio).numpy()
-    else:
-        image = tf.io.decode_image(raw, expand_animations=False).numpy()  # GIF: its first frame
-    image, transparent = _opaque(oriented(image, exif_orientation(raw)), background)
-    return _square(image, image_size), transparent
-
-
-def exif_orientation(raw):
-    """The EXIF orientation (1-8) of a JPEG's bytes `raw`; 1 (as stored) when it has none."""
-    if not raw.startswith(b"\xff\xd8"):
-        return 1
-    position = 2
-    while position + 4 <= len(raw) and raw[position] == 0xFF:
-        marker = raw[position + 1]
-        if marker == 0xFF:  # a fill byte
-            position += 1
-            continue
-        if marker in (0xD9, 0xDA):  # the end, or the image data: no EXIF before it
-            break
-        length = int.from_bytes(raw[position + 2 : position + 4], "big")
-        if marker == 0xE1 and raw[position + 4 : position + 10] == b"Exif\x00\x00":
-            return _tiff_orientation(raw[position + 10 : position + 2 + length])
-        position += 2 + length
-    return 1
-
-
-def _tiff_orientation(tiff):
-    """Tag 0x0112 of the first IFD of an EXIF TIFF block; 1 where it is missing or damaged."""
-    if tiff[:2] not in (b"II", b"MM"):
-        return 1
-    order = "little" if tiff[:2] == b"II" else "big"
-
-    def number(offset, size):
-        return int.from_bytes(tiff[offset : offset + size], order)
-
-    ifd = number(4, 4)
-    if ifd + 2 > len(tiff):
-        return 1
-    for index in range(number(ifd, 2)):
-        entry = ifd + 2 + 12 * index
-        if entry + 12 > len(tiff):
-            break
-        if number(entry, 2) == 0x0112:
-            value = number(entry + 8, 2)
-            return value if 1 <= value <= 8 else 1
-    return 1
-
-
-# Per EXIF orientation: what turns the stored `[h, w, c]` pixels upright.
-_UPRIGHT = {
-    1: lambda image: image,
-    2: lambda image: image[:, ::-1],  # mirrored left-right
-    3: lambda image: image[::-1, ::-1],  # rotated 180
-    4: lambda image: image[::-1],  # mirrored top-bottom
-    5: lambda image: image.transpose(1, 0, 2),  # mirrored along the main diagonal
-    6: lambda image: np.rot90(image, -1),  # stored turned 90 counter-clockwise: turn it clockwise
-    7: lambda image: image.transpose(1, 0, 2)[::-1, ::-1],  # mirrored along the other diagonal
-    8: lambda image: np.rot90(image, 1),  # stored turned 90 clockwise
-}
-
-
-def oriented(image, orientation):
-    """A decoded `[h, w, c]` image turned upright as its EXIF `orientation` (1-8) says."""
-    return np.ascontiguousarray(_UPRIGHT[orientation](np.asarray(image)))
-
-
-#: The named backgrounds (`BACKGROUNDS`, or "#rrggbb"; "none" drops alpha without compositing).
-BACKGROUNDS = {"white": (255, 255, 255), "black": (0, 0, 0), "gray": (128, 128, 128)}
-
-
-def background_color(background):
-    """The RGB of a `background` setting: a name of `BACKGROUNDS` or "#rrggbb"; None for "none".
-
-    Raises:
-      ValueError: another value (one line).
-    """
-    if background == "none":
-        return None
-    if background in BACKGROUNDS:
-        return BACKGROUNDS[background]
-    text = background[1:] if isinstance(background, str) and background.startswith("#") else ""
-    if len(text) == 6 and all(c in "0123456789abcdefABCDEF" for c in text):
-        return tuple(int(text[i : i + 2], 16) for i in (0, 2, 4))
-    raise ValueError(f"a background is one of {', '.join(BACKGROUNDS)}, #rrggbb or none; received {background!r}")
-
-
-def _opaque(image, background):
-    """A decoded image `[h, w, c]` (uint8) without its alpha channel (c 2 or 4), composited
-    onto `background` (`background_color`; "none": the colour stored beneath is kept), and
-    whether any pixel was not fully opaque."""
-    channels = image.shape[-1]
-    if channels not in (2, 4):
-        return image, False
-    color, alpha = image[..., : channels - 1], image[..., channels - 1 :]
-    transparent = bool((alpha < 255).any())
-    fill = background_color(background)
-    if not transparent or fill is None:
-        return color, transparent
-    fill = np.asarray(fill, np.float32)
-    if channels == 2:
-        fill = fill @ _LUMA
-    opacity = alpha.astype(np.float32) / 255.0
-    return color.astype(np.float32) * opacity + fill * (1.0 - opacity), True
-
-
-def _square(image, image_size):
-    """A decoded image `[h, w, c]` without alpha -> float32 `[image_size, image_size, 1 or 3]` in
-    [0, 255]: centre-cropped to a square, resized (bicubic) with antialiasing."""
-    image = tf.convert_to_tensor(image)
-    height, width = image.shape[0], image.shape[1]
-    side = min(height, width)
-    top, left = (height - side) // 2, (width - side) // 2
-    square = tf.cast(image[top : top + side, left : left + side], tf.float32)
-    if side != image_size:
-        square = tf.image.resize(square, [image_size, image_size], method="bicubic", antialias=True)
-    return np.clip(square.numpy(), 0.0, 255.0)
-
-
 @dataclasses.dataclass
 class DecodedImages:
     """A source decoded once: `images` uint8 `[n, s, s, channels]` (memory-mapped from the
@@ -378,10 +228,10 @@ def decode_once(
       data_dir: TFDS's data directory for a `tfds:` source (None: TFDS's default).
       log: called with progress lines while the cache is made (e.g. `print`); None: silent.
       workers: threads decoding a folder or zip (None: one per core this process may use).
-      reduce_jpegs: decode a large JPEG at a fraction of its size (see `_decode`); False decodes
+      reduce_jpegs: decode a large JPEG at a fraction of its size (see `image_decoding.decode`); False decodes
         every JPEG whole (slower; how the cache was made before, for comparisons). Part of the
         cache key.
-      background: what transparent pixels show (`background_color`: "white", "black", "gray",
+      background: what transparent pixels show (`image_decoding.background_color`: "white", "black", "gray",
         "#rrggbb"; "none" keeps the colour stored beneath them). Part of the cache key, but for
         "none", whose caches are those made before compositing existed.
 
@@ -394,7 +244,7 @@ def decode_once(
         name is unknown or not prepared in `data_dir`.
     """
     reader = _TfdsReader(path, data_dir) if is_tfds(path) else _FilesReader(path)
-    background_color(background)  # a bad value is refused before anything is decoded
+    image_decoding.background_color(background)  # a bad value is refused before anything is decoded
     key = f"{reader.fingerprint}_{image_size}px_{channels or 'auto'}c_v{VERSION}{'' if reduce_jpegs else '_full'}"
     key += "" if background == "none" else f"_on_{background.lstrip('#').lower()}"
     cache_path = os.path.join(cache_dir, "images", key)
@@ -436,7 +286,7 @@ def _write(reader, images, image_size, channels, background, directory):
     with open(raw, "wb") as f:
         for image, label in images:
             gray = gray and image.shape[-1] == 1
-            f.write(np.round(_with_channels(image, 3)).astype(np.uint8).tobytes())
+            f.write(np.round(image_decoding.with_channels(image, 3)).astype(np.uint8).tobytes())
             labels.append(label)
             count += 1
     if not count:
@@ -448,7 +298,7 @@ def _write(reader, images, image_size, channels, background, directory):
     else:
         with open(os.path.join(directory, "images.u8"), "wb") as f:
             for start in range(0, count, 256):
-                luma = _with_channels(rgb[start : start + 256].astype(np.float32), 1)
+                luma = image_decoding.with_channels(rgb[start : start + 256].astype(np.float32), 1)
                 f.write(np.round(luma).astype(np.uint8).tobytes())
         del rgb
         os.remove(raw)
@@ -490,17 +340,6 @@ def is_tfds(path):
     return isinstance(path, str) and path.startswith("tfds:")
 
 
-def _with_channels(image, channels):
-    if image.shape[-1] == channels:
-        return image
-    if channels == 3:
-        return np.repeat(image, 3, axis=-1)
-    return np.sum(image * _LUMA, axis=-1, keepdims=True)
-
-
-_LUMA = np.array([0.299, 0.587, 0.114], np.float32)  # ITU-R 601
-
-
 class _Progress:
     """A progress line every few seconds while a source is decoded (none for one under a second):
     files done of the total, decoded and skipped counted apart."""
@@ -522,7 +361,7 @@ class _Progress:
 
 class _FilesReader:
     """A folder or zip: `fingerprint`, `class_names` (or None), `images(image_size, log,
-    workers, reduce_jpegs, background)` yielding `(image, label)` (`_decode`'s images; label None
+    workers, reduce_jpegs, background)` yielding `(image, label)` (`image_decoding.decode`'s images; label None
     without classes), `skipped` (the paths that did not decode) and `transparent` (how many had
     transparency), once iterated, `count` (the files) and `nothing_decodes()`, the error."""
 
@@ -547,10 +386,10 @@ class _FilesReader:
             extension = os.path.splitext(member)[1].lower()
             if extension in UNDECODED_EXTENSIONS:
                 return member, None, f"unsupported format: {extension[1:].upper()}, convert it to PNG or JPEG"
-            if not _looks_like_an_image(raw):
+            if not image_decoding.looks_like_an_image(raw):
                 return member, None, "not an image file: no PNG, JPEG, GIF, BMP or WebP header"
             try:
-                return member, _decode(raw, image_size, reduce_jpegs, background), None
+                return member, image_decoding.decode(raw, image_size, reduce_jpegs, background), None
             except (tf.errors.InvalidArgumentError, ValueError):
                 return member, None, "corrupt or truncated: it does not decode"
 
@@ -636,9 +475,9 @@ class _TfdsReader:
         total = splits[self.split].num_examples if self.split in splits else None
         progress = _Progress(f"{self.spec} at {image_size} px", total, log)
         for example in ds.as_numpy_iterator():
-            image, transparent = _opaque(example[self.image_key], background)
+            image, transparent = image_decoding.opaque(example[self.image_key], background)
             self.transparent += transparent
-            yield _square(image, image_size), int(example["label"]) if self.class_names else None
+            yield image_decoding.square(image, image_size), int(example["label"]) if self.class_names else None
             progress(True)
 
     def nothing_decodes(self):

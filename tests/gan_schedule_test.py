@@ -143,9 +143,9 @@ class AutoTest(tu.TestCase):
         self.assertEqual(
             [line.split(" (")[0] for line in printed.splitlines()],
             [
-                "G update 2: fused -> alternating until G update 4",
+                "G update 2: fused -> alternating",
                 "G update 4: alternating -> fused",
-                "G update 6: fused -> alternating until G update 8",
+                "G update 6: fused -> alternating",
             ],
         )
         self.assertEqual(scheduled.history.history["alternated"], [0, 2, 2, 4])

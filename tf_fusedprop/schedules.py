@@ -278,7 +278,8 @@ class Auto(Schedule):
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it and ends with the first call at or
-    past its last update (`steps_per_execution` updates a call). Each change is one log line;
+    past its last update (`steps_per_execution` updates a call: with 100, a stretch of `hold`
+    100 asked at update 390 trains updates 400-499). Each change is one log line;
     `alternated` (G updates trained by a form of `other`'s name so far, a warm start's included)
     is logged with the metrics.
 
@@ -373,10 +374,10 @@ class Auto(Schedule):
             mean = float(self._state["mean"].numpy())
             until = int(self._state["until"].numpy())
             if last is None:  # resumed inside a stretch
-                return f"G update {update}: {self.other.name} until G update {until} (resumed)"
+                return f"G update {update}: {self.other.name} (resumed inside a stretch asked until G update {until})"
             return (
-                f"G update {update}: {self.form.name} -> {self.other.name} until G update {until} (mean stray "
-                f"{mean:.3f} < {self.threshold:g} over the last {self.window} probes)"
+                f"G update {update}: {self.form.name} -> {self.other.name} (mean stray {mean:.3f} < "
+                f"{self.threshold:g} over the last {self.window} probes)"
             )
         return f"G update {update}: {self.other.name} -> {self.form.name} (probing again)"
 

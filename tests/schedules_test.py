@@ -66,6 +66,21 @@ class ScheduleTest(tu.TestCase):
         )
         self.assertIs(schedules.get(schedule), schedule)
 
+    def test_auto_decides_on_full_windows_of_probes_and_not_after_a_window_at_peak(self):
+        for peak, until in ((None, 42), (0.8, 12)):
+            auto = schedules.Auto("fused", threshold=0.5, every=10, window=2, hold=10, peak=peak)
+            state = dict(zip(("until", "sum", "count", "mean", "highest", "alternated"), auto.attach()))
+            for update, stray, probed in ((0, 0.4, 1), (5, 9.0, 0), (1, 0.4, 1), (20, 0.9, 1), (21, 0.9, 1)):
+                auto.observe(tf.constant(stray), tf.constant(float(probed)), tf.constant(update, tf.int64))
+            # Updates 0 and 1 (mean 0.4): updates 2-11 alternate; 20 and 21 (0.9): none.
+            self.assertEqual(int(state["until"].numpy()), 12)
+            self.assertAllClose(state["highest"].numpy(), 0.9)
+            auto.observe(tf.constant(0.3), tf.constant(1.0), tf.constant(30, tf.int64))
+            self.assertEqual((int(state["until"].numpy()), int(state["count"].numpy())), (12, 1))  # half a window
+            auto.observe(tf.constant(0.3), tf.constant(1.0), tf.constant(31, tf.int64))
+            self.assertEqual(int(state["until"].numpy()), until, peak)  # a plateau after a window at peak
+            self.assertEqual((auto.form_at(until - 1).name, auto.form_at(until).name), ("alternating", "fused"))
+
     def test_a_form_is_a_constant_schedule(self):
         form = forms.SinglePass("inverse", n_dis=2)
         constant = schedules.get(form)
@@ -91,6 +106,7 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Warmup("fast"), "Unknown training form. Received: form='fast'"),
         (lambda: schedules.Auto("fused", threshold=0), "threshold must be a positive number. Received: threshold=0"),
         (lambda: schedules.Auto("fused", hold=0), "hold must be a positive integer"),
+        (lambda: schedules.Auto("fused", threshold=0.5, peak=0.5), r"peak must be None or a number above threshold"),
         (lambda: schedules.Auto(schedules.Periodic("fused")), "Auto switches between two forms"),
         (lambda: schedules.Auto("fused").counts(10), "depend on the run: read its `alternated` log"),
     )

@@ -12,7 +12,7 @@ either side of a switch trains as an uninterrupted one.
 | `Constant(form)` | `form`, always (what a plain form means to `FusedPropGAN`) |
 | `Warmup(form, updates, start)` | `start` (AltGD) while `u < updates`, then what `form` says |
 | `Periodic(form, every, other)` | `other` (AltGD) when `(u + 1) % every == 0`, else `form` |
-| `Auto(form, other, threshold, every, window, hold)` | `form`, and `other` (AltGD) for `hold` updates after each `window` probes whose mean stray is below `threshold` |
+| `Auto(form, threshold, every, window, hold, peak, other)` | `form`, and `other` (AltGD) for `hold` updates after each `window` probes whose mean stray is below `threshold`, until a window's mean has reached `peak` |
 
 A fixed schedule's switch depends only on the G update count. `Auto`'s depends on what the run
 measures (`tf_fusedprop.stray_probe`): its state (`attach`) is a few variables that the train
@@ -272,9 +272,11 @@ class Auto(Schedule):
     It follows the stray probe (`tf_fusedprop.stray_probe`, `every` G updates apart, on
     `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
     the next `hold` G updates are `other`'s (AltGD by default), after which `form` trains and is
-    probed again. Why low: on the tracked runs a low stray marked the updates that made no
-    progress (the stalls of fused runs that alternating escapes), and a high one those that
-    made the most (docs/quality.md, "The stray probe").
+    probed again; once a window's mean has reached `peak`, it no longer alternates. Why: on the
+    tracked runs a low stray marked the updates that made no progress, and a high one those
+    that made the most (docs/quality.md, "The stray probe"); before the players have learned
+    from each other (no window at `peak` yet) a low stray is a stall, which alternating
+    escapes; after, it is a plateau, where alternating only costs time.
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it and ends with the first call at or
@@ -291,15 +293,19 @@ class Auto(Schedule):
       every: G updates between probes.
       window: probes whose mean decides.
       hold: G updates of `other` after a decision to alternate.
+      peak: the window mean from which on it no longer alternates; None: it always may.
       other: the alternating form.
     """
 
-    def __init__(self, form="fused", threshold=0.4, every=10, window=10, hold=100, other="alternating"):
+    def __init__(self, form="fused", threshold=0.4, every=10, window=10, hold=100, peak=None, other="alternating"):
         self.form = _one_form("form", form, "Auto switches between two forms")
         self.other = _one_form("other", other, "Auto switches between two forms")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 0:
             raise ValueError(f"threshold must be a positive number. Received: threshold={threshold!r}")
         self.threshold = float(threshold)
+        if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float)) or not peak > threshold):
+            raise ValueError(f"peak must be None or a number above threshold ({threshold!r}). Received: peak={peak!r}")
+        self.peak = None if peak is None else float(peak)
         self.every = positive_int("every", every)
         self.window = positive_int("window", window)
         self.hold = positive_int("hold", hold)
@@ -314,7 +320,8 @@ class Auto(Schedule):
 
     def attach(self):
         """The state: the update at which the current alternating stretch ends, the probes'
-        sum and count in the current window, the last window's mean, and `alternated`."""
+        sum and count in the current window, the last window's mean, the highest one, and
+        `alternated`."""
         if self._state is not None:
             raise ValueError("This Auto schedule already trains a GAN; pass a new schedules.Auto(...) for another.")
 
@@ -326,6 +333,7 @@ class Auto(Schedule):
             "sum": variable("auto_window_sum", "float64"),
             "count": variable("auto_window_count", "int64"),
             "mean": variable("auto_last_mean", "float64"),
+            "highest": variable("auto_highest_mean", "float64"),
             "alternated": variable("auto_alternated", "int64"),
         }
         return list(self._state.values())
@@ -338,6 +346,9 @@ class Auto(Schedule):
         full = count >= self.window
         mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
         low = tf.logical_and(full, mean < self.threshold)
+        if self.peak is not None:  # a low stray after a window at `peak` is a plateau
+            low = tf.logical_and(low, state["highest"] < self.peak)
+        state["highest"].assign(tf.where(full, tf.maximum(state["highest"], mean), state["highest"]))
         state["until"].assign(tf.where(low, tf.cast(update, tf.int64) + 1 + self.hold, state["until"]))
         state["mean"].assign(tf.where(full, mean, state["mean"]))
         state["sum"].assign(tf.where(full, tf.constant(0.0, tf.float64), total))
@@ -390,13 +401,14 @@ class Auto(Schedule):
             "every": self.every,
             "window": self.window,
             "hold": self.hold,
+            "peak": self.peak,
             "other": self.other.get_config(),
         }
 
     def __repr__(self):
         return (
             f"Auto({self.form!r}, threshold={self.threshold:g}, every={self.every}, window={self.window}, "
-            f"hold={self.hold}, other={self.other!r})"
+            f"hold={self.hold}, peak={self.peak}, other={self.other!r})"
         )
 
 

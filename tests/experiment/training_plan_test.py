@@ -52,7 +52,7 @@ class PlanTest(tu.TestCase):
         config.update(warmup=4, steps_per_execution=5)
         config.auto.update(threshold=0.4, hold=50)
         plan = training_plan.plan(config)
-        auto = {"threshold": 0.4, "every": 10, "window": 10, "hold": 50}
+        auto = {"threshold": 0.4, "every": 10, "window": 10, "hold": 50, "peak": None}
         self.assertEqual(plan.fields["auto"], auto)
         self.assertEqual(plan.schedule.form.get_config(), fp.schedules.Auto("fused", **auto).get_config())
         self.assertEqual(plan.fitted_steps_per_execution(steps_per_epoch=20, wanted=5), 4)  # the warm start's

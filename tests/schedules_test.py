@@ -69,8 +69,10 @@ class ScheduleTest(tu.TestCase):
     def test_auto_decides_on_full_windows_of_probes_and_not_after_a_window_at_peak(self):
         for peak, until in ((None, 42), (0.8, 12)):
             auto = schedules.Auto("fused", threshold=0.5, every=10, window=2, hold=10, peak=peak)
-            state = dict(zip(("until", "sum", "count", "mean", "highest", "alternated"), auto.attach()))
-            for update, stray, probed in ((0, 0.4, 1), (5, 9.0, 0), (1, 0.4, 1), (20, 0.9, 1), (21, 0.9, 1)):
+            auto.attach()
+            state = auto._state
+            probes = ((0, 0.4, 1), (5, 9.0, 0), (1, 0.4, 1), (9, float("nan"), 1), (20, 0.9, 1), (21, 0.9, 1))
+            for update, stray, probed in probes:  # not probed, or no finite reading: left out
                 auto.observe(tf.constant(stray), tf.constant(float(probed)), tf.constant(update, tf.int64))
             # Updates 0 and 1 (mean 0.4): updates 2-11 alternate; 20 and 21 (0.9): none.
             self.assertEqual(int(state["until"].numpy()), 12)
@@ -80,6 +82,32 @@ class ScheduleTest(tu.TestCase):
             auto.observe(tf.constant(0.3), tf.constant(1.0), tf.constant(31, tf.int64))
             self.assertEqual(int(state["until"].numpy()), until, peak)  # a plateau after a window at peak
             self.assertEqual((auto.form_at(until - 1).name, auto.form_at(until).name), ("alternating", "fused"))
+            self.assertAllClose(state["asked"].numpy(), 0.3 if peak is None else 0.4)  # the mean that asked
+            self.assertEqual(auto.trained(auto.other, tf.constant(1, tf.int64)), {"alternated": 1})
+            self.assertEqual(auto.trained(auto.form, tf.constant(1, tf.int64)), {"alternated": 1})
+            self.assertEqual(auto.trained(auto.other, tf.constant(0, tf.int64)), {"alternated": 1})  # skipped
+
+    def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
+        auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
+        auto.attach()
+        self.assertIsNone(auto.switch_note(0))
+        for update in (0, 1):
+            auto.observe(tf.constant(0.4), tf.constant(1.0), tf.constant(update, tf.int64))
+        self.assertEqual(
+            [auto.switch_note(u) for u in (2, 3, 12, 13)],
+            [
+                "G update 2: fused -> alternating (mean stray 0.400 < 0.5 over the last 2 probes)",
+                None,
+                "G update 12: alternating -> fused (probing again)",
+                None,
+            ],
+        )
+        resumed = schedules.get(auto.get_config())
+        resumed.attach()
+        resumed._state["until"].assign(12)
+        self.assertRegex(resumed.switch_note(10), r"^G update 10: alternating \(resumed inside a stretch")
+        self.assertIsNone(auto.misaligned(10))
+        self.assertRegex(auto.misaligned(20), r"hold=10 G updates after a decision, fewer than steps_per_execution=20")
 
     def test_a_form_is_a_constant_schedule(self):
         form = forms.SinglePass("inverse", n_dis=2)
@@ -107,6 +135,8 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Auto("fused", threshold=0), "threshold must be a positive number. Received: threshold=0"),
         (lambda: schedules.Auto("fused", hold=0), "hold must be a positive integer"),
         (lambda: schedules.Auto("fused", threshold=0.5, peak=0.5), r"peak must be None or a number above threshold"),
+        (lambda: schedules.Auto("alternating"), "Auto alternates a simultaneous form .* Received: form='alternating'"),
+        (lambda: schedules.Auto("fused", other="inverse"), "updates one player at a time. Received: .*other='inverse'"),
         (lambda: schedules.Auto(schedules.Periodic("fused")), "Auto switches between two forms"),
         (lambda: schedules.Auto("fused").counts(10), "depend on the run: read its `alternated` log"),
     )

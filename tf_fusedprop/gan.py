@@ -284,6 +284,7 @@ class FusedPropGAN(keras.Model):
                 f"fit received a batch of shape {tuple(real.shape)}."
             )
         logs, real_signs = {}, []
+        before = tf.identity(self.updater.step)  # G updates before this step (a skipped one makes none)
         self.updater.start_step()
         for phase in self._active_form.phases:
             batch = self.sampler.batch(real, real_labels)
@@ -307,7 +308,7 @@ class FusedPropGAN(keras.Model):
         for name, value in logs.items():
             self._trackers[name].update_state(value)
         results = {m.name: m.result() for m in self.metrics}
-        results.update(self.schedule.trained(self._active_form, self.updater.step))
+        results.update(self.schedule.trained(self._active_form, self.updater.step - before))
         if self.augment_state:
             results["augment_p"] = self.augment.p
         # Across workers Keras reduces each step's results over axis 0, which fails on scalars

@@ -4,8 +4,8 @@ A form says what one train step does; a schedule says which form does it at G up
 (0-based), and `FusedPropGAN.fit` follows it by itself: it compiles one train function per
 form of `forms` and, before each call, runs the one of `form_at(G updates so far)`. So every
 switch must fall on a multiple of `steps_per_execution` (`misaligned` says when one does not).
-The switch depends only on the G update count, which checkpoints keep, so a run resumed on
-either side of a switch trains as an uninterrupted one.
+A fixed schedule's switch depends only on the G update count, which checkpoints keep, so a run
+resumed on either side of a switch trains as an uninterrupted one.
 
 | schedule | G update `u` is trained by |
 |---|---|
@@ -14,8 +14,7 @@ either side of a switch trains as an uninterrupted one.
 | `Periodic(form, every, other)` | `other` (AltGD) when `(u + 1) % every == 0`, else `form` |
 | `Auto(form, threshold, every, window, hold, peak, other)` | `form`, and `other` (AltGD) for `hold` updates after each `window` probes whose mean stray is below `threshold`, until a window's mean has reached `peak` |
 
-A fixed schedule's switch depends only on the G update count. `Auto`'s depends on what the run
-measures (`tf_fusedprop.stray_probe`): its state (`attach`) is a few variables that the train
+`Auto`'s switch depends on what the run measures (`tf_fusedprop.stray_probe`): its state (`attach`) is a few variables that the train
 step updates (`observe`, `trained`) and `fit` reads between calls, saved with the model, so a
 resumed run decides as an uninterrupted one.
 
@@ -77,9 +76,10 @@ class Schedule:
         """In the train step: the probe's `stray` of G update `update` (an int64 tensor),
         `probed` 1.0 where it measured (0.0 elsewhere). A fixed schedule ignores it."""
 
-    def trained(self, form, update):
-        """In the train step, after `form` trained G update `update`: the schedule's logs
-        (`{name: tensor}`; a fixed schedule has none)."""
+    def trained(self, form, updates):
+        """In the train step, after `form` trained it: `updates` (an int64 tensor), the G
+        updates it made (0 where a loss-scaled step was skipped, else 1). Returns the schedule's
+        logs (`{name: tensor}`; a fixed schedule has none)."""
         return {}
 
     def check(self, loss, generator, discriminator, generator_inputs=None):
@@ -116,6 +116,11 @@ class Constant(Schedule):
 
     def __repr__(self):
         return repr(self.form)
+
+
+def _simultaneous(form):
+    """Whether a phase of `form` updates both players at once (what the stray probe measures)."""
+    return any(len(phase.players) > 1 for phase in form.phases)
 
 
 def _one_form(argument, value, refusal):
@@ -169,10 +174,12 @@ class Warmup(Schedule):
         return _merged({self.start.name: switch - start} if switch > start else {}, self.form.counts(stop, switch))
 
     def switch_note(self, update):
-        """ "G update K: alternating -> fused" at the switch; then what `form` says."""
+        """ "G update K: alternating -> fused" at the switch; then what `form` says (asked on
+        every call from the switch on, so that an adaptive `form` knows the form it last ran)."""
+        after = self.form.switch_note(update) if update >= self.updates else None
         if update == self.updates and self.updates:
             return f"G update {update}: {self.start.name} -> {self.form.name}"
-        return self.form.switch_note(update) if update > self.updates else None
+        return after
 
     def misaligned(self, steps_per_execution):
         """The switch must start a call of the train function."""
@@ -194,12 +201,12 @@ class Warmup(Schedule):
         return self.form.attach()
 
     def observe(self, stray, probed, update):
-        """Passed on to `form` (the warm start's updates are not probed: they alternate)."""
+        """Passed on to `form` (an alternating warm start is not probed)."""
         self.form.observe(stray, probed, update)
 
-    def trained(self, form, update):
+    def trained(self, form, updates):
         """`form`'s logs."""
-        return self.form.trained(form, update)
+        return self.form.trained(form, updates)
 
     def get_config(self):
         """The schedule as plain values (`get` rebuilds it)."""
@@ -279,9 +286,11 @@ class Auto(Schedule):
     escapes; after, it is a plateau, where alternating only costs time.
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
-    starts with the call after the probe that asked for it and ends with the first call at or
-    past its last update (`steps_per_execution` updates a call: with 100, a stretch of `hold`
-    100 asked at update 390 trains updates 400-499). Each change is one log line;
+    starts with the call after the probe that asked for it (update u: it ends before update
+    u + 1 + hold) and the calls starting before its end alternate (`steps_per_execution`
+    updates a call: with 100, a stretch of `hold` 100 asked at update 390 trains updates
+    400-499); `hold` must be at least `steps_per_execution`, so that every stretch asked
+    reaches the next call. Each change is one log line;
     `alternated` (G updates trained by a form of `other`'s name so far, a warm start's included)
     is logged with the metrics.
 
@@ -300,6 +309,11 @@ class Auto(Schedule):
     def __init__(self, form="fused", threshold=0.4, every=10, window=10, hold=100, peak=None, other="alternating"):
         self.form = _one_form("form", form, "Auto switches between two forms")
         self.other = _one_form("other", other, "Auto switches between two forms")
+        if not _simultaneous(self.form) or _simultaneous(self.other):
+            raise ValueError(
+                "Auto alternates a simultaneous form (its updates are probed) with a form that updates one "
+                f"player at a time. Received: form={self.form.name!r}, other={self.other.name!r}"
+            )
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 0:
             raise ValueError(f"threshold must be a positive number. Received: threshold={threshold!r}")
         self.threshold = float(threshold)
@@ -333,16 +347,20 @@ class Auto(Schedule):
             "sum": variable("auto_window_sum", "float64"),
             "count": variable("auto_window_count", "int64"),
             "mean": variable("auto_last_mean", "float64"),
+            "asked": variable("auto_asking_mean", "float64"),
             "highest": variable("auto_highest_mean", "float64"),
             "alternated": variable("auto_alternated", "int64"),
         }
         return list(self._state.values())
 
     def observe(self, stray, probed, update):
-        """Adds a probe to the window; when it is full, decides (and starts a new window)."""
+        """Adds a probe to the window; when it is full, decides (and starts a new window). A
+        probe that read no finite number (a loss-scaled step that overflowed) is left out."""
         state = self._state
-        total = state["sum"] + tf.cast(stray, tf.float64) * tf.cast(probed, tf.float64)
-        count = state["count"] + tf.cast(probed > 0, tf.int64)
+        stray = tf.cast(stray, tf.float64)
+        probed = tf.logical_and(probed > 0, tf.math.is_finite(stray))
+        total = state["sum"] + tf.where(probed, stray, tf.constant(0.0, tf.float64))
+        count = state["count"] + tf.cast(probed, tf.int64)
         full = count >= self.window
         mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
         low = tf.logical_and(full, mean < self.threshold)
@@ -350,16 +368,17 @@ class Auto(Schedule):
             low = tf.logical_and(low, state["highest"] < self.peak)
         state["highest"].assign(tf.where(full, tf.maximum(state["highest"], mean), state["highest"]))
         state["until"].assign(tf.where(low, tf.cast(update, tf.int64) + 1 + self.hold, state["until"]))
+        state["asked"].assign(tf.where(low, mean, state["asked"]))
         state["mean"].assign(tf.where(full, mean, state["mean"]))
         state["sum"].assign(tf.where(full, tf.constant(0.0, tf.float64), total))
         state["count"].assign(tf.where(full, tf.constant(0, tf.int64), count))
 
-    def trained(self, form, update):
-        """Counts the updates of a form named as `other` (a warm start's too): `{"alternated":
-        updates so far}`."""
+    def trained(self, form, updates):
+        """Counts the G updates of a form named as `other` (a warm start's too):
+        `{"alternated": updates so far}`."""
         alternated = self._state["alternated"]
         if form.name == self.other.name:
-            alternated.assign_add(1)
+            alternated.assign_add(tf.cast(updates, tf.int64))
         return {"alternated": tf.identity(alternated)}
 
     def form_at(self, update):
@@ -368,6 +387,16 @@ class Auto(Schedule):
         if self._state is not None and update < int(self._state["until"].numpy()):
             return self.other
         return self.form
+
+    def misaligned(self, steps_per_execution):
+        """A stretch asked mid-call must reach the next call: `hold` >= `steps_per_execution`."""
+        if self.hold < steps_per_execution:
+            return (
+                f"{self!r} alternates hold={self.hold} G updates after a decision, fewer than steps_per_execution="
+                f"{steps_per_execution}: a stretch asked mid-call would end before the next call. Use a "
+                "steps_per_execution of at most hold."
+            )
+        return None
 
     def counts(self, stop, start=0):
         """Unknown before the run: the run logs `alternated`."""
@@ -382,7 +411,7 @@ class Auto(Schedule):
         if form is last or (last is None and form is self.form):
             return None
         if form is self.other:
-            mean = float(self._state["mean"].numpy())
+            mean = float(self._state["asked"].numpy())
             until = int(self._state["until"].numpy())
             if last is None:  # resumed inside a stretch
                 return f"G update {update}: {self.other.name} (resumed inside a stretch asked until G update {until})"

@@ -337,15 +337,23 @@ def _counted_ahead(plan):
 
 
 def _seconds_from_runs(plan, runs, per_update):
-    """`seconds_at` of a schedule that decides during the run: each run's `alternated` log at
-    that evaluation (its alternating updates; a warm start's are among them) x alternating's
-    seconds, the other updates x the form's; the median over the runs that logged it."""
+    """`seconds_at` of a schedule that decides during the run: each run's `alternated` log (its
+    alternating updates, a warm start's among them; between two evaluations, interpolated) x
+    alternating's seconds, the other updates x the form's; the median over the runs that
+    logged it up to there."""
     other = "alternating"
-    (form,) = [f.name for f in plan.schedule.forms if f.name != other]
-    logged = [{e["step"]: e["alternated"] for e in r["history"] if "alternated" in e} for r in runs]
+    (form,) = {f.name for f in plan.schedule.forms if f.name != other}
+    logged = [[(0, 0.0)] + [(e["step"], e["alternated"]) for e in r["history"] if "alternated" in e] for r in runs]
+
+    def alternated(log, steps):
+        for (s0, a0), (s1, a1) in zip(log, log[1:]):
+            if s0 <= steps <= s1:
+                return a0 + (a1 - a0) * (steps - s0) / (s1 - s0) if s1 > s0 else a1
+        return None  # past the run's last log
 
     def seconds_at(steps):
-        each = [(steps - a[steps]) * per_update[form] + a[steps] * per_update[other] for a in logged if steps in a]
+        counts = [a for a in (alternated(log, steps) for log in logged) if a is not None]
+        each = [(steps - a) * per_update[form] + a * per_update[other] for a in counts]
         return statistics.median(each) if each else None
 
     return seconds_at

@@ -281,6 +281,22 @@ class WarmupTest(tu.TestCase):
         ):
             fp_config.gan_arguments(config)
 
+    def test_auto_holds_at_least_a_call_and_follows_its_own_probe(self):
+        config = tu.tiny_config("ring8")
+        config.steps, config.steps_per_epoch, config.steps_per_execution = 100, 50, 25
+        config.warmup = 0
+        config.auto.update(threshold=0.45, hold=10, every=5)
+        with self.assertRaisesRegex(fp_config.ConfigError, r"config.auto.hold \(10 G updates .* must be at least"):
+            fp_config.validate(config)
+        fitted, note = fp_config.fit_steps_per_execution(config)
+        self.assertEqual(fitted.steps_per_execution, 10)
+        self.assertIn("to divide the epoch length (50 steps), at most config.auto.hold (10);", note)
+        fitted.probe.every = 10
+        with self.assertRaisesRegex(fp_config.ConfigError, r"config.probe.every must be 0 or 5; received 10"):
+            fp_config.validate(fitted)
+        fitted.probe.every = 5
+        fp_config.validate(fitted)
+
     def test_one_alternating_update_every_k_after_the_warm_start_one_step_per_call(self):
         config = tu.tiny_config("ring8")
         config.warmup, config.alternate_every, config.steps_per_execution = 4, 3, 2

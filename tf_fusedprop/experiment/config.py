@@ -84,9 +84,11 @@ def fit_steps_per_execution(config):
     config.steps_per_execution = fitted
     epoch_only = max(d for d in range(1, min(wanted, steps_per_epoch) + 1) if steps_per_epoch % d == 0)
     lengths = f"the epoch length ({steps_per_epoch} steps)"
-    lengths += f" and the warm start ({warmup})" if fitted != epoch_only else ""
+    lengths += f" and the warm start ({warmup})" if fitted != epoch_only and warmup % epoch_only else ""
+    auto = plan.fields["auto"]
+    held = f", at most config.auto.hold ({auto['hold']})" if auto["threshold"] and auto["hold"] < epoch_only else ""
     return config, (
-        f"config.steps_per_execution: {fitted}, not the config's {wanted}, to divide {lengths}; "
+        f"config.steps_per_execution: {fitted}, not the config's {wanted}, to divide {lengths}{held}; "
         "set it on the command line to choose another divisor."
     )
 
@@ -345,6 +347,19 @@ def _whole_executions(config):
         not fields["alternate_every"] or config.steps_per_execution == 1,
         f"config.alternate_every switches forms from one G update to the next: it needs "
         f"config.steps_per_execution=1; received steps_per_execution={config.steps_per_execution}.",
+    )
+    auto = fields["auto"]
+    require(
+        not auto["threshold"] or auto["hold"] >= config.steps_per_execution,
+        f"config.auto.hold ({auto['hold']} G updates alternated after a decision) must be at least "
+        f"config.steps_per_execution, so that a stretch asked mid-call reaches the next call; received "
+        f"steps_per_execution={config.steps_per_execution}.",
+    )
+    probe = config.probe.every if "probe" in config else 0
+    require(
+        not auto["threshold"] or probe in (0, auto["every"]),
+        f"config.auto.threshold follows its own probe every config.auto.every={auto['every']} G updates; "
+        f"config.probe.every must be 0 or {auto['every']}; received {probe}.",
     )
 
 

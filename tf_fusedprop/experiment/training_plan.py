@@ -12,6 +12,7 @@ benchmarks' modelled time). Alternating mixed with alternating is alternating: w
 `form="alternating"` the scheduling fields are checked but change nothing, G's rate included.
 """
 
+import copy
 import dataclasses
 
 import keras
@@ -109,13 +110,15 @@ def plan(config):
     if auto["threshold"] or not isinstance(auto["threshold"], (int, float)):  # 0 is off; anything else is checked
         if every:
             raise ValueError("alternate_every and auto.threshold are two schedules of alternating updates: set one.")
-        schedule = schedules.Auto(form, other=alternating, **auto)
+        # Checked as for a simultaneous form; alternating (returned below) ignores it.
+        probed = fp_forms.get("fused") if isinstance(form, fp_forms.Alternating) else form
+        schedule = schedules.Auto(probed, other=alternating, **auto)
     if warmup or not isinstance(warmup, int):  # 0 is none; anything else is checked
         schedule = schedules.Warmup(schedule, updates=warmup, start=alternating)
     g_lr = _value(config, "g_lr")
     if isinstance(form, fp_forms.Alternating):  # alternating mixed with alternating is alternating
-        return TrainingPlan(schedules.Constant(form), g_lr, g_lr, dict(SCHEDULING_FIELDS))
+        return TrainingPlan(schedules.Constant(form), g_lr, g_lr, copy.deepcopy(SCHEDULING_FIELDS))
     scale = _value(config, "warmup_g_lr_scale") if warmup else SCHEDULING_FIELDS["warmup_g_lr_scale"]
-    auto = auto if auto["threshold"] else SCHEDULING_FIELDS["auto"]
+    auto = auto if auto["threshold"] else dict(SCHEDULING_FIELDS["auto"])
     fields = {"warmup": warmup, "alternate_every": every, "warmup_g_lr_scale": scale, "auto": auto}
     return TrainingPlan(schedule, g_lr, g_lr * scale, fields)

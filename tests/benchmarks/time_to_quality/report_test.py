@@ -85,7 +85,11 @@ class PlateauThresholdTest(tu.TestCase):
         ]
         seconds_at = seconds_model("mnist", runs, seconds)
         self.assertAllClose(seconds_at(500), 300 * 0.24 + 200 * 0.3)  # the median run's
+        self.assertAllClose(seconds_at(250), 150 * 0.24 + 100 * 0.3)  # between evaluations: interpolated
         self.assertIsNone(seconds_at(1000))  # no run logged it there
+        warm = {**config, "warmup": 100}  # a warm start's updates are among `alternated`
+        runs = [{"form": "fused", "config": warm, "history": [{"step": 500, "alternated": 100}]}]
+        self.assertAllClose(seconds_model("mnist", runs, seconds)(500), 400 * 0.24 + 100 * 0.3)
 
     def test_the_best_evaluation_of_each_run_and_its_modelled_time(self):
         records = plateau_records()

@@ -71,6 +71,11 @@ STABILIZERS = {
         "adaptive_augment.held_out": 64,
         "adaptive_augment.ramp_images": 100_000,
     },
+    # Issue 62: `schedules.Auto`, alternating 100 updates after each 10 probes (100 updates) whose
+    # mean stray is below 0.45, until a window has read 0.7 (what ring8, grid25 and digits ran).
+    # Tasks whose config ships a schedule of alternating updates run it without (no warm start,
+    # no periodic mix): Auto replaces them.
+    "auto": {"auto.threshold": 0.45, "auto.peak": 0.7, "warmup": 0, "alternate_every": 0},
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

@@ -106,7 +106,7 @@ class BadInputTest(tu.TestCase):
     @parameterized.parameters(
         (
             ["--config.nonexistent=1"],
-            r"unknown config key 'nonexistent' \(received --config.nonexistent=1\); valid keys here: adaptive_augment, alternate_every, augment, batch_size",
+            r"unknown config key 'nonexistent' \(received --config.nonexistent=1\); valid keys here: adaptive_augment, alternate_every, augment, auto, batch_size",
         ),
         (["--config.generator.depth=2"], r"unknown config key 'generator.depth' .*; valid keys here: width\."),
         (["--config.steps=abc"], r"bad value for config.steps: .*'abc'.*expected a value of type int"),

@@ -216,7 +216,7 @@ class FusedPropGAN(keras.Model):
         self.updater = Updater(models, divergence, self.ema, self.lookahead)
         self._accumulators = accumulators(models, self.iter_size)
         # A schedule without a simultaneous phase (alternating alone) has nothing to probe.
-        simultaneous = any(len(phase.players) > 1 for form in self.schedule.forms for phase in form.phases)
+        simultaneous = any(schedules.simultaneous(form) for form in self.schedule.forms)
         self._probing = self.probe is not None and simultaneous
         if self._probing:
             self.probe.attach(generator, discriminator, self.iter_size)

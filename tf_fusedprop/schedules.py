@@ -28,7 +28,7 @@ import tensorflow as tf
 from tf_fusedprop import forms as fp_forms
 from tf_fusedprop._checks import Registry, positive_int
 
-__all__ = ["Auto", "Constant", "Periodic", "Schedule", "Warmup", "get"]
+__all__ = ["Auto", "Constant", "Periodic", "Schedule", "Warmup", "get", "simultaneous"]
 
 
 class Schedule:
@@ -118,7 +118,7 @@ class Constant(Schedule):
         return repr(self.form)
 
 
-def _simultaneous(form):
+def simultaneous(form):
     """Whether a phase of `form` updates both players at once (what the stray probe measures)."""
     return any(len(phase.players) > 1 for phase in form.phases)
 
@@ -309,7 +309,7 @@ class Auto(Schedule):
     def __init__(self, form="fused", threshold=0.4, every=10, window=10, hold=100, peak=None, other="alternating"):
         self.form = _one_form("form", form, "Auto switches between two forms")
         self.other = _one_form("other", other, "Auto switches between two forms")
-        if not _simultaneous(self.form) or _simultaneous(self.other):
+        if not simultaneous(self.form) or simultaneous(self.other):
             raise ValueError(
                 "Auto alternates a simultaneous form (its updates are probed) with a form that updates one "
                 f"player at a time. Received: form={self.form.name!r}, other={self.other.name!r}"

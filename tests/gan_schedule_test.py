@@ -13,6 +13,7 @@ from absl.testing import parameterized
 
 import tf_fusedprop as fp
 from tests import testing_utils as tu
+from tests.gan_test import mixed_float16_pair
 
 PLUGINS = {
     "plain": {},
@@ -125,8 +126,68 @@ class PeriodicTest(tu.TestCase):
         self.assertEqual(fit(gan, x, y, epochs=4), "")
         # 8 G updates, updates 3 and 7 alternating with 2 D updates each: 10 D updates.
         self.assertEqual(int(gan.d_optimizer.iterations.numpy()), 10)
-        with self.assertRaisesRegex(ValueError, r"needs steps_per_execution=1 \(received 2\)"):
-            fit(build(fp.schedules.Periodic("fused", every=4), steps_per_execution=2), x, y, epochs=1)
+
+    def test_any_steps_per_execution_trains_as_one_step_a_call_across_a_warm_start_and_a_resume(self):
+        """Calls of 4 steps (whole periods traced as one function) and of 3 (a period cut at
+        the epoch's end, so calls start mid-period), after a warm start of 2 updates that no
+        call's start meets, and a run saved mid-period: the weights of one step a call."""
+        x, y = data(n=24)  # 3 steps an epoch
+        schedule = fp.schedules.Warmup(fp.schedules.Periodic("fused", every=4, other=fp.Alternating(n_dis=2)), 2)
+
+        def run(steps_per_execution, epochs=4):
+            gan = build(fp.schedules.get(schedule.get_config()), "r1_augment", 2, steps_per_execution)
+            return gan, fit(gan, x, y, epochs=epochs)
+
+        one_a_call, printed = run(1)
+        self.assertEqual(printed, "G update 2: alternating -> fused+alternating\n")
+        # 12 G updates: 0-1 the warm start's, then 3, 7 and 11 alternating, each with 2 D updates.
+        self.assertEqual(int(one_a_call.d_optimizer.iterations.numpy()), 12 + 3)
+        four_a_call, printed = run(4)
+        self.assertEqual(printed, "G update 2: alternating -> fused+alternating\n")
+        first, _ = run(3, epochs=1)  # saved after 3 updates: mid-period
+        path = os.path.join(self.get_temp_dir(), "periodic.keras")
+        first.save(path)
+        resumed = keras.models.load_model(path)
+        resumed.steps_per_execution = 3
+        self.assertEqual(fit(resumed, x, y, epochs=4, initial_epoch=1), "")
+        for gan in (four_a_call, resumed):
+            for a, b in zip(weights(gan), weights(one_a_call), strict=True):
+                self.assertAllEqual(a, b)
+
+    def test_a_skipped_loss_scaled_update_keeps_the_period_of_the_update_count(self):
+        """Under loss scaling a non-finite step makes no G update (its form trains the next
+        step again): calls of whole periods then train as one step a call does."""
+        x, y = data(n=32)
+        runs = []
+        for steps_per_execution in (1, 4):
+            gan = fp.FusedPropGAN(*mixed_float16_pair(0.0), form=fp.schedules.Periodic("fused", every=2), seed=7)
+            scaled = [keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2), initial_scale=2.0**24)]
+            scaled.append(keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2), initial_scale=2.0**24))
+            gan.compile(d_optimizer=scaled[0], g_optimizer=scaled[1], steps_per_execution=steps_per_execution)
+            fit(gan, x, y, epochs=2)
+            runs.append(gan)
+        skipped = 8 - int(runs[0].updater.step.numpy())
+        self.assertBetween(skipped, 1, 7)  # float16 gradients at a scale of 2^24 overflow
+        self.assertEqual(int(runs[1].updater.step.numpy()), 8 - skipped)
+        for a, b in zip(weights(runs[1]), weights(runs[0]), strict=True):
+            self.assertAllEqual(a, b)
+
+    def test_under_two_replicas_each_step_is_a_call_of_its_own_as_keras_loop_fails_there(self):
+        x, _ = data(n=64)
+        runs = []
+        for steps_per_execution in (1, 2):
+            with tu.two_cpu_strategy().scope():
+                gan = build(fp.schedules.Periodic("inverse", every=2), batch_norm=False)
+                gan.compile(
+                    d_optimizer=keras.optimizers.Adam(1e-2),
+                    g_optimizer=keras.optimizers.Adam(1e-2),
+                    steps_per_execution=steps_per_execution,
+                )
+            gan.fit(x, batch_size=16, epochs=1, shuffle=False, verbose=0)
+            runs.append(gan)
+        self.assertEqual(int(runs[1].d_optimizer.iterations.numpy()), 4)
+        for a, b in zip(weights(runs[1]), weights(runs[0]), strict=True):
+            self.assertAllEqual(a, b)
 
 
 def auto(threshold=100.0, window=2):

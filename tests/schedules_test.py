@@ -27,13 +27,15 @@ class ScheduleTest(tu.TestCase):
     def test_periodic_trains_the_other_form_on_the_last_update_of_each_period(self):
         schedule = schedules.Periodic("adaptive", every=3)
         self.assertEqual([schedule.form_at(u).name for u in range(6)], ["adaptive", "adaptive", "alternating"] * 2)
-        self.assertIsNone(schedule.misaligned(1))
-        self.assertRegex(schedule.misaligned(5), r"needs steps_per_execution=1 \(received 5\)")
-        nested = schedules.Warmup(schedule, updates=6)
-        self.assertEqual(
-            [nested.form_at(u).name for u in (5, 6, 7, 8)], ["alternating", "adaptive", "adaptive", "alternating"]
-        )
-        self.assertEqual(nested.switch_note(6), "G update 6: alternating -> adaptive+alternating")
+        # It repeats a period from update 0, so a train function of any length follows it.
+        self.assertEqual(schedule.repeats, (0, (schedule.form, schedule.form, schedule.other)))
+        self.assertEqual([schedule.misaligned(n) for n in (1, 3, 5)], [None] * 3)
+        nested = schedules.Warmup(schedule, updates=7)
+        self.assertEqual([nested.form_at(u).name for u in (6, 7, 8)], ["alternating", "adaptive", "alternating"])
+        self.assertEqual(nested.switch_note(7), "G update 7: alternating -> adaptive+alternating")
+        self.assertEqual(nested.repeats, (7, schedule.repeats[1]))  # from the switch, by the update count
+        self.assertIsNone(nested.misaligned(3))  # the switch need not start a call
+        self.assertIsNone(schedules.Warmup("fused", updates=7).repeats)
 
     @parameterized.parameters(
         schedules.Constant("fused"),

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from tf_fusedprop import export as fp_export
 from tf_fusedprop import regularizers as fp_regularizers
-from tf_fusedprop import replicas, schedules, seeds, steps
+from tf_fusedprop import replicas, schedules, seeds, steps, train_functions
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.accumulation import accumulate, accumulators
 from tf_fusedprop.augment import DiffAugment
@@ -316,9 +316,10 @@ class FusedPropGAN(keras.Model):
         return {name: tf.reshape(value, [1]) for name, value in results.items()} if replicas.multi_worker() else results
 
     def make_train_function(self, force=False):
-        """Keras's train function; under a schedule of forms, one compiled function per form,
-        and each call runs the one of the form that trains the next G update (`schedules.Schedule`:
-        the form switches between calls, logged once where a schedule says so).
+        """Keras's train function; under a schedule of forms, the one of `train_functions`:
+        whole periods traced as one function for a schedule that repeats a period
+        (`schedules.Periodic`), else one compiled function per form, each call running the one
+        of the form that trains the next G update (a switch logged once where a schedule says so).
 
         Raises:
           ValueError: a switch of the schedule that `steps_per_execution` does not divide.
@@ -326,24 +327,19 @@ class FusedPropGAN(keras.Model):
         forms = self.schedule.forms
         if len(forms) == 1 or (self.train_function is not None and not force):
             return super().make_train_function(force)
+        if self.schedule.repeats is not None:
+            self.train_function = train_functions.periodic(self)
+            return self.train_function
         misaligned = self.schedule.misaligned(self.steps_per_execution)
         if misaligned is not None:
             raise ValueError(misaligned)
-        compiled = []
-        for _ in forms:  # each traced on its first call, with its form active
-            super().make_train_function(force=True)
-            compiled.append(self.train_function)
 
-        def train_function(iterator):
-            update = int(self.updater.step.numpy())
-            note = self.schedule.switch_note(update)
-            if note is not None:
-                print(note, flush=True)
-            self._active_form = self.schedule.form_at(update)
-            return compiled[forms.index(self._active_form)](iterator)
+        def keras_train_function():
+            super(FusedPropGAN, self).make_train_function(force=True)
+            return self.train_function
 
-        self.train_function = train_function
-        return train_function
+        self.train_function = train_functions.per_call(self, keras_train_function)
+        return self.train_function
 
     def _bound_plugins(self, phase):
         """`(augment, regularizers, scale_loss)` of `phase`: the plugins bound to this step's

@@ -1,9 +1,11 @@
 """Schedules of training forms: which form (`tf_fusedprop.forms`) trains each G update of a run.
 
 A form says what one train step does; a schedule says which form does it at G update `u`
-(0-based), and `FusedPropGAN.fit` follows it by itself: it compiles one train function per
-form of `forms` and, before each call, runs the one of `form_at(G updates so far)`. So every
-switch must fall on a multiple of `steps_per_execution` (`misaligned` says when one does not).
+(0-based), and `FusedPropGAN.fit` follows it by itself (`tf_fusedprop.train_functions`): it
+compiles one train function per form of `forms` and, before each call, runs the one of
+`form_at(G updates so far)`, so every switch must fall on a multiple of `steps_per_execution`
+(`misaligned` says when one does not); a schedule that `repeats` a period from some update on
+(`Periodic`) is instead traced a whole period at a time, and any `steps_per_execution` follows it.
 A fixed schedule's switch depends only on the G update count, which checkpoints keep, so a run
 resumed on either side of a switch trains as an uninterrupted one.
 
@@ -62,6 +64,11 @@ class Schedule:
     def misaligned(self, steps_per_execution):
         """Why a train function of `steps_per_execution` steps cannot follow it, or None."""
         return None
+
+    #: None, or `(first, period)`: from G update `first` on, update `u` is trained by
+    #: `period[u % len(period)]` (a tuple of forms). `FusedPropGAN.fit` then traces a period as
+    #: one function and a call covers whole periods (`tf_fusedprop.train_functions.periodic`).
+    repeats = None
 
     #: G updates between the stray probe's measurements that the schedule follows; None: it
     #: follows none (`FusedPropGAN` then probes only if asked to).
@@ -181,9 +188,18 @@ class Warmup(Schedule):
             return f"G update {update}: {self.start.name} -> {self.form.name}"
         return after
 
+    @property
+    def repeats(self):
+        """`form`'s period, from the switch on (None if `form` repeats none)."""
+        if self.form.repeats is None:
+            return None
+        first, period = self.form.repeats
+        return max(first, self.updates), period
+
     def misaligned(self, steps_per_execution):
-        """The switch must start a call of the train function."""
-        if self.updates % steps_per_execution:
+        """The switch must start a call of the train function (unless `form` repeats a period:
+        its train function follows any update)."""
+        if self.updates % steps_per_execution and self.repeats is None:
             return (
                 f"{self!r} switches forms at G update {self.updates}, which steps_per_execution="
                 f"{steps_per_execution} does not divide: each call of the train function trains one form. "
@@ -250,14 +266,10 @@ class Periodic(Schedule):
         others = stop // self.every - start // self.every
         return _merged({self.form.name: stop - start - others}, {self.other.name: others})
 
-    def misaligned(self, steps_per_execution):
-        """Every update may switch forms: one step per call."""
-        if steps_per_execution != 1:
-            return (
-                f"{self!r} switches forms from one G update to the next: it needs steps_per_execution=1 "
-                f"(received {steps_per_execution})."
-            )
-        return None
+    @property
+    def repeats(self):
+        """`(0, period)`: `every - 1` updates of `form`, then one of `other`."""
+        return 0, (self.form,) * (self.every - 1) + (self.other,)
 
     def get_config(self):
         """The schedule as plain values (`get` rebuilds it)."""

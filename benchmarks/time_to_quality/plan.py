@@ -44,7 +44,7 @@ STABILIZERS = {
     # the config's Lookahead and without it; alternating's own run is the same with or without.
     **{f"warmup{k}": {"warmup": k} for k in (250, 500, 1000, 1500)},
     **{f"warmup{k}_no_lookahead": {"warmup": k, "lookahead.every": 0} for k in (250, 500, 1000)},
-    # ... and one alternating update every k (one step per call of the train function).
+    # ... and one alternating update every k (one step per call, as these rows were measured).
     **{f"alternate_every{k}": {"alternate_every": k, "steps_per_execution": 1} for k in (2, 4)},
     # ... and G's rate x1.5 after a 500-update warm start.
     "warmup500_g_lr_x1.5": {"warmup": 500, "warmup_g_lr_scale": 1.5},

@@ -297,20 +297,20 @@ class WarmupTest(tu.TestCase):
         fitted.probe.every = 5
         fp_config.validate(fitted)
 
-    def test_one_alternating_update_every_k_after_the_warm_start_one_step_per_call(self):
+    def test_one_alternating_update_every_k_after_the_warm_start_in_calls_of_any_length(self):
         config = tu.tiny_config("ring8")
-        config.warmup, config.alternate_every, config.steps_per_execution = 4, 3, 2
-        config.steps, config.steps_per_epoch = 8, 4
+        config.warmup, config.alternate_every, config.steps_per_execution = 4, 3, 8
+        config.steps, config.steps_per_epoch = 16, 8
         expected = fp.schedules.Warmup(fp.schedules.Periodic("fused", every=3), updates=4)
         self.assertEqual(repr(fp_config.gan_arguments(config)["form"]), repr(expected))
-        with self.assertRaisesRegex(
-            fp_config.ConfigError, r"config.alternate_every .* needs config.steps_per_execution=1"
-        ):
+        fp_config.validate(config)  # the warm start's end need not start a call: a period follows
+        self.assertEqual(fp_config.fit_steps_per_execution(config), (config, None))
+        config.alternate_every = 0  # a warm start alone: its switch starts a call
+        with self.assertRaisesRegex(fp_config.ConfigError, r"config.warmup \(4 G updates: the form switches there\)"):
             fp_config.validate(config)
         fitted, note = fp_config.fit_steps_per_execution(config)
-        self.assertEqual(fitted.steps_per_execution, 1)
-        self.assertIn("config.alternate_every switches forms from one G update to the next", note)
-        fp_config.validate(fitted)
+        self.assertEqual(fitted.steps_per_execution, 4)
+        self.assertIn("config.steps_per_execution: 4, not the config's 8", note)
 
     def test_a_config_recorded_before_warmup_existed_reads_as_none(self):
         recorded = {"form": "fused", "ema": {"decay": 0.99, "start": 0}}

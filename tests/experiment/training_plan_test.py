@@ -24,7 +24,7 @@ class PlanTest(tu.TestCase):
         off = training_plan.SCHEDULING_FIELDS["auto"]
         self.assertEqual(plan.fields, {"warmup": 4, "alternate_every": 3, "warmup_g_lr_scale": 3.0, "auto": off})
         self.assertEqual(plan.counts(12), {"alternating": 7, "fused": 5})  # 4 + updates 5, 8 and 11
-        self.assertEqual(plan.fitted_steps_per_execution(steps_per_epoch=8, wanted=4), 1)  # the mix: one per call
+        self.assertEqual(plan.fitted_steps_per_execution(steps_per_epoch=8, wanted=4), 4)  # a period follows any call
 
     def test_a_form_alone_and_the_rate_scale_without_a_warm_start(self):
         config = tu.tiny_config("ring8")

@@ -72,13 +72,6 @@ def fit_steps_per_execution(config):
     fitted = plan.fitted_steps_per_execution(steps_per_epoch, wanted)
     if fitted == wanted:
         return config, None
-    if plan.fields["alternate_every"]:
-        config = config.copy_and_resolve_references()
-        config.steps_per_execution = 1
-        return config, (
-            f"config.steps_per_execution: 1, not the config's {wanted}: config.alternate_every switches forms "
-            "from one G update to the next."
-        )
     warmup = plan.warmup
     config = config.copy_and_resolve_references()
     config.steps_per_execution = fitted
@@ -336,17 +329,13 @@ def _whole_executions(config):
         f"the epoch length ({steps_per_epoch} steps) must be a multiple of config.steps_per_execution; "
         f"received steps_per_execution={config.steps_per_execution}.",
     )
-    fields = training_plan.plan(config).fields  # what the schedule does (alternating: nothing)
+    plan = training_plan.plan(config)
+    fields = plan.fields  # what the schedule does (alternating: nothing)
     warmup = fields["warmup"]
     require(
-        warmup % config.steps_per_execution == 0,
+        warmup % config.steps_per_execution == 0 or plan.schedule.repeats is not None,  # a period: any call
         f"config.warmup ({warmup} G updates: the form switches there) must be a multiple of "
         f"config.steps_per_execution; received steps_per_execution={config.steps_per_execution}.",
-    )
-    require(
-        not fields["alternate_every"] or config.steps_per_execution == 1,
-        f"config.alternate_every switches forms from one G update to the next: it needs "
-        f"config.steps_per_execution=1; received steps_per_execution={config.steps_per_execution}.",
     )
     auto = fields["auto"]
     require(

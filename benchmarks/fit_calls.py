@@ -1,0 +1,125 @@
+"""Seconds per G update of `fit` as the calls of its train function cut the updates: one step a
+call against `steps_per_execution` steps, for a form and for a periodic mix of forms.
+
+    python benchmarks/fit_calls.py --config=configs/ring8.py [--every=4] [--calls=20]
+                                   [--updates=200] [--rounds=3] [--config.key=value]
+
+Each row is the GAN that `train.py` builds from the config (`train_lib.build_gan`), fitted on
+the config's own pipeline for `--updates` G updates a round, every row once a round in
+interleaved rounds after an untimed fit that traces it (the median over rounds is shown, the
+rounds beside it; Keras's `fit` with no callbacks, what a call costs included):
+
+| row | form | G updates a call |
+|---|---|---|
+| `fused x calls` | the config's simultaneous form (`--form`) | `--calls` (Keras's own loop) |
+| `alternating x calls` | AltGD | `--calls` |
+| `fused x 1` | the form | 1: a host round trip per update |
+| `periodic x 1` | `Periodic(form, every)` | 1: how a mix ran before its period was traced |
+| `periodic x calls` | `Periodic(form, every)` | `--calls`: whole periods traced as one function (`tf_fusedprop.train_functions`) |
+
+The last lines compare the mix with what the time-to-quality harness models it from
+(`((every - 1) x fused + alternating) / every`, both at `--calls` a call) and the two ways of
+calling it. The header gives the CPU and its flags.
+"""
+
+import statistics
+import time
+
+import keras
+import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
+import own_flags
+import speed
+from absl import app, flags
+from ml_collections import config_flags
+
+
+def define_flags(values=flags.FLAGS, argv=None):
+    """The flags (defined when run, not when imported: other benchmarks define the same names)."""
+    flags.DEFINE_string("form", "fused", "The simultaneous form of the mix.", flag_values=values)
+    flags.DEFINE_integer("every", 4, "The mix's period: one alternating update in every `every`.", flag_values=values)
+    flags.DEFINE_integer("calls", 20, "G updates per call of the multi-step rows.", flag_values=values)
+    flags.DEFINE_integer("updates", 200, "Timed G updates per row per round.", flag_values=values)
+    flags.DEFINE_integer("rounds", 3, "Interleaved rounds.", flag_values=values)
+    config_flags.DEFINE_config_file(
+        "config", None, "A train.py config (configs/<name>.py[:variant]).", flag_values=values, sys_argv=argv
+    )
+
+
+def rows(values):
+    """The rows of the table for `values` (the flags): `(name, form, alternate_every or 0,
+    G updates a call)`."""
+    return [
+        (f"{values.form} x {values.calls}", values.form, 0, values.calls),
+        (f"alternating x {values.calls}", "alternating", 0, values.calls),
+        (f"{values.form} x 1", values.form, 0, 1),
+        ("periodic x 1", values.form, values.every, 1),
+        (f"periodic x {values.calls}", values.form, values.every, values.calls),
+    ]
+
+
+def fitter(config, data, form, every, calls, updates):
+    """`fit_once()`: fits the GAN train.py builds from `config` with `form` (a periodic mix with
+    `every` > 0) for `updates` G updates in calls of `calls`, on `config`'s pipeline; traced by
+    a first untimed fit here."""
+    from tf_fusedprop.experiment import train_lib
+
+    config = config.copy_and_resolve_references()
+    config.update(form=form, warmup=0, alternate_every=every, steps_per_execution=calls)
+    keras.utils.set_random_seed(config.seed)
+    gan = train_lib.build_gan(config, network_inputs=data.network_inputs)
+    pipeline = data.pipeline(config.seed)
+
+    def fit_once(steps=updates):
+        gan.fit(pipeline, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
+
+    fit_once(2 * calls * every if every else 2 * calls)
+    return fit_once
+
+
+def measure(values):
+    """Prints the table for `values` (the flags); returns `{row: median seconds per update}`."""
+    if values.config is None:
+        raise app.UsageError("--config is required (e.g. --config=configs/ring8.py)")
+    if values.every < 2 or values.calls < 1 or values.updates < values.calls or values.rounds < 1:
+        raise app.UsageError("--every >= 2, --calls >= 1, --updates >= --calls and --rounds >= 1")
+    print(machine.header())
+    config, data = speed.completed_config(values.config)
+    table = rows(values)
+    print(
+        f"config={config.name} (network {config.network}, batch {config.batch_size}, precision "
+        f"{config.mixed_precision}); {values.updates} G updates a row a round, {values.rounds} rounds; ms per update"
+    )
+    fits = {name: fitter(config, data, form, every, calls, values.updates) for name, form, every, calls in table}
+    seconds = {name: [] for name in fits}
+    for _ in range(values.rounds):
+        for name, fit_once in fits.items():
+            start = time.perf_counter()
+            fit_once()
+            seconds[name].append((time.perf_counter() - start) / values.updates)
+    result = {name: statistics.median(s) for name, s in seconds.items()}
+    for name, s in result.items():
+        print(f"{name:24s} {1e3 * s:8.3f} ms (rounds: {' '.join(f'{1e3 * r:.3f}' for r in seconds[name])})")
+    form, alternating, one, mix_one, mix = (result[name] for name, *_ in table)
+    modelled = ((values.every - 1) * form + alternating) / values.every
+    print(f"{values.form} x 1 / {values.form} x {values.calls}: {one / form:.3f}")
+    print(f"periodic x 1 / modelled: {mix_one / modelled:.3f}")
+    print(f"periodic x {values.calls} / modelled: {mix / modelled:.3f}")
+    print(f"periodic x 1 / periodic x {values.calls}: {mix_one / mix:.3f}")
+    return result
+
+
+def run(argv):
+    """The benchmark from Python: `argv` (program name first, `--config` overrides included)
+    parsed into flags of its own; prints what the command line prints, returns `measure`'s."""
+    return measure(own_flags.parse(lambda values: define_flags(values, argv), argv))
+
+
+def main(argv):
+    """The command line's entry (absl's `app.run`)."""
+    del argv
+    measure(flags.FLAGS)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -87,9 +87,10 @@ class WarmupTest(tu.TestCase):
         schedule = fp.schedules.Warmup("fused", updates=4, start=fp.Alternating(n_dis=2))
         straight = build(schedule, "ema_lookahead", iter_size=2)  # the EMA's ramp-up resumes too
         fit(straight, x, y, epochs=4)
+        first, trained = build(fp.schedules.get(schedule.get_config()), "ema_lookahead", iter_size=2), 0
         for saved_after in (1, 3):  # epochs: before the switch at update 4, and after it
-            first = build(fp.schedules.get(schedule.get_config()), "ema_lookahead", iter_size=2)
-            fit(first, x, y, epochs=saved_after)
+            fit(first, x, y, epochs=saved_after, initial_epoch=trained)  # one run, saved twice
+            trained = saved_after
             path = os.path.join(self.get_temp_dir(), f"gan{saved_after}.keras")
             first.save(path)
             resumed = keras.models.load_model(path)
@@ -232,9 +233,9 @@ class AutoTest(tu.TestCase):
         x, y = data()
         straight = build(auto(window=3), "ema_lookahead")
         fit(straight, x, y, epochs=5)  # decides at update 2 (alternates 3-4), then at 7 (8-9)
-        for saved_after in (1, 2):  # mid-window; inside a stretch
-            first = build(fp.schedules.get(straight.schedule.get_config()), "ema_lookahead")
-            fit(first, x, y, epochs=saved_after)
+        first = build(fp.schedules.get(straight.schedule.get_config()), "ema_lookahead")
+        for saved_after in (1, 2):  # mid-window; inside a stretch: one run, saved twice
+            fit(first, x, y, epochs=saved_after, initial_epoch=saved_after - 1)
             path = os.path.join(self.get_temp_dir(), f"auto{saved_after}.keras")
             first.save(path)
             resumed = keras.models.load_model(path)

@@ -5,6 +5,7 @@ reload, and under `tf.distribute`."""
 import contextlib
 import io
 import os
+from unittest import mock
 
 import keras
 import numpy as np
@@ -129,31 +130,46 @@ class PeriodicTest(tu.TestCase):
         self.assertEqual(int(gan.d_optimizer.iterations.numpy()), 10)
 
     def test_any_steps_per_execution_trains_as_one_step_a_call_across_a_warm_start_and_a_resume(self):
-        """Calls of 4 steps (whole periods traced as one function) and of 3 (a period cut at
-        the epoch's end, so calls start mid-period), after a warm start of 2 updates that no
-        call's start meets, and a run saved mid-period: the weights of one step a call."""
-        x, y = data(n=24)  # 3 steps an epoch
+        """Epochs of 6 steps; a warm start of 2 updates, then one alternating update in every 4.
+        Calls of 8: the warm start as one traced loop of its form, 2 steps to the period's start,
+        a period traced as one function whose data runs out, then whole periods and the steps
+        between them; a run saved mid-period and resumed in calls of 5; `train_on_batch`: the
+        weights of one step a call, and the traced loops ran."""
+        x, y = data(n=48)  # 6 steps an epoch
         schedule = fp.schedules.Warmup(fp.schedules.Periodic("fused", every=4, other=fp.Alternating(n_dis=2)), 2)
+        loops, traced = [], fp.train_functions._periods_function
 
-        def run(steps_per_execution, epochs=4):
-            gan = build(fp.schedules.get(schedule.get_config()), "r1_augment", 2, steps_per_execution)
-            return gan, fit(gan, x, y, epochs=epochs)
+        def counted(period, steps):
+            loop = traced(period, steps)
 
-        one_a_call, printed = run(1)
-        self.assertEqual(printed, "G update 2: alternating -> fused+alternating\n")
-        # 12 G updates: 0-1 the warm start's, then 3, 7 and 11 alternating, each with 2 D updates.
-        self.assertEqual(int(one_a_call.d_optimizer.iterations.numpy()), 12 + 3)
-        four_a_call, printed = run(4)
-        self.assertEqual(printed, "G update 2: alternating -> fused+alternating\n")
-        first, _ = run(3, epochs=1)  # saved after 3 updates: mid-period
+            def counting(iterator, count):
+                loops.append((len(period), int(count)))
+                return loop(iterator, count)
+
+            return counting
+
+        one_a_call = build(fp.schedules.get(schedule.get_config()), iter_size=2)
+        self.assertEqual(fit(one_a_call, x, y, epochs=3), "G update 2: alternating -> fused+alternating\n")
+        # 18 G updates: 0-1 the warm start's, then 3, 7, 11 and 15 alternating with 2 D updates.
+        self.assertEqual(int(one_a_call.d_optimizer.iterations.numpy()), 18 + 4)
         path = os.path.join(self.get_temp_dir(), "periodic.keras")
-        first.save(path)
+        with mock.patch.object(fp.train_functions, "_periods_function", counted):
+            eight_a_call = build(fp.schedules.get(schedule.get_config()), iter_size=2, steps_per_execution=8)
+            printed = fit(eight_a_call, x, y, epochs=1)
+            eight_a_call.save(path)  # after 6 updates: mid-period
+            printed += fit(eight_a_call, x, y, epochs=3, initial_epoch=1)
+        self.assertEqual(printed, "G update 2: alternating -> fused+alternating\n")
+        # Epoch 1: the warm start (2), updates 2-3 alone, a period of which 2 steps have data;
+        # epoch 2: updates 6-7 alone, a period, no data left; epoch 3: two periods, 6 with data.
+        self.assertEqual(loops, [(1, 2), (4, 1), (4, 1), (4, 2)])
         resumed = keras.models.load_model(path)
-        resumed.steps_per_execution = 3
-        self.assertEqual(fit(resumed, x, y, epochs=4, initial_epoch=1), "")
-        for gan in (four_a_call, resumed):
+        resumed.steps_per_execution = 5
+        self.assertEqual(fit(resumed, x, y, epochs=3, initial_epoch=1), "")
+        for gan in (eight_a_call, resumed):
             for a, b in zip(weights(gan), weights(one_a_call), strict=True):
                 self.assertAllEqual(a, b)
+        resumed.train_on_batch(x[:8])  # Keras passes it a Python iterable of batches
+        self.assertEqual(int(resumed.updater.step.numpy()), 19)
 
     def test_a_skipped_loss_scaled_update_keeps_the_period_of_the_update_count(self):
         """Under loss scaling a non-finite step makes no G update (its form trains the next

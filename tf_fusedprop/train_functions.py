@@ -10,12 +10,13 @@ of several forms needs more, in one of two ways:
   `repeats` a period from some G update on: `schedules.Periodic`, also after a warm start): the
   period is traced as one function, its forms unrolled in order (each step a call of that form's
   traced step: no `tf.cond` chooses a form), and a call of `steps_per_execution` steps runs as
-  many whole periods as it holds in that one function. The updates of a call before the next
-  period's start (a warm start, or a call that does not start on one) and after its last whole
-  period run one traced step per host call, each of the form `schedule.form_at` names, so any
-  `steps_per_execution` trains the same updates as one step per call would. Under loss scaling a
-  skipped update makes no G update and the step and update counts part; and on several replicas
-  a loop of steps in one function fails (as Keras's own multi-step loop does,
+  many whole periods as it holds in that one function; a stretch of one form before the period
+  (a warm start) runs the same way, as a period of one form. The few updates of a call between a
+  period's start and its own (a call that starts mid-period, one whose length is not a multiple
+  of the period) run one traced step per host call, each of the form `schedule.form_at` names, so
+  any `steps_per_execution` trains the same updates as one step per call would. Under loss
+  scaling a skipped update makes no G update and the step and update counts part; and on several
+  replicas a loop of steps in one function fails (as Keras's own multi-step loop does,
   keras-team/keras#19246): every step is then its own call.
 """
 
@@ -60,6 +61,7 @@ def _traced_step(gan, form):
         gan._active_form = form  # read while the step is traced
         return gan.train_step(data)
 
+    @tf.autograph.experimental.do_not_convert  # as Keras's own step: the step is plain graph code
     def step(data):
         strategy = gan.distribute_strategy
         return reduce_per_replica(strategy.run(on_replica, args=(data,)), strategy, reduction="auto")
@@ -68,11 +70,12 @@ def _traced_step(gan, form):
 
 
 def _periods_function(period, steps):
-    """`run(iterator, count)`: `count` (a scalar tensor) whole periods, each step of its form's
+    """`run(iterator, count)`: `count` (a scalar tensor) times the forms of `period` in order, each step of its form's
     traced `steps[form]` on the iterator's next batch; an `Optional` of the last step's results
     (empty if the iterator held nothing). Once the iterator runs out the remaining steps are
     skipped, and no batch is taken beyond the last step."""
 
+    @tf.autograph.experimental.do_not_convert
     def run(iterator, count):
         nothing = tf.experimental.Optional.empty(None)
 
@@ -126,7 +129,7 @@ def periodic(gan):
         # A loop of steps fails on several replicas, as Keras's own does (keras-team/keras#19246).
         and gan.distribute_strategy.num_replicas_in_sync == 1
     )
-    periods = _periods_function(period, steps) if whole_periods else None
+    loops = {}  # a sequence of forms -> its loop traced as one function
     asked = [None]  # the last update whose switch note was asked for
 
     def update():
@@ -140,32 +143,45 @@ def periodic(gan):
         return done
 
     def train_function(iterator):
+        if not isinstance(iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)):
+            results = None  # batches in a Python iterable (`train_on_batch`), as Keras takes them
+            for _, data in zip(range(gan.steps_per_execution), iterator):
+                results = steps[gan.schedule.form_at(update())](data)
+            return results
         left, results = gan.steps_per_execution, None
 
-        def one_by_one(limit):
-            nonlocal left, results
-            for _ in range(limit):
+        def in_one_call(forms, count):
+            """`count` times `forms`, in one call of their traced loop; the steps trained."""
+            nonlocal results
+            if len(forms) * count == 1 or not whole_periods:
                 batch = iterator.get_next_as_optional()
                 if not batch.has_value():
-                    left = 0
-                    return
-                results = steps[gan.schedule.form_at(update())](batch.get_value())
-                left -= 1
+                    return 0
+                results = steps[forms[0]](batch.get_value())
+                return 1
+            loop = loops.get(forms) or loops.setdefault(forms, _periods_function(forms, steps))
+            before = update()
+            optional = loop(iterator, tf.constant(count))
+            if optional.has_value():
+                results = optional.get_value()
+            return int(gan.updater.step.numpy()) - before  # one G update a step here
 
-        if periods is None:
-            one_by_one(left)
-        else:
-            start = max(update(), first)
-            one_by_one(min(left, start - update() + -start % len(period)))  # to a period's start
-            count = left // len(period)
-            if count:
-                before = update()
-                optional = periods(iterator, tf.constant(count))
-                if optional.has_value():
-                    results = optional.get_value()
-                trained = int(gan.updater.step.numpy()) - before  # one G update a step here
-                left = left - trained if trained == count * len(period) else 0  # the data ran out
-            one_by_one(left)
+        while left:
+            done = update()
+            form = gan.schedule.form_at(done)
+            if done >= first and done % len(period) == 0 and left >= len(period) and whole_periods:
+                forms, count = period, left // len(period)
+            elif done < first and whole_periods:  # a stretch of one form before the period (a warm start)
+                count = 1
+                while count < min(left, first - done) and gan.schedule.form_at(done + count) is form:
+                    count += 1
+                forms = (form,)
+            else:  # one step: to a period's start, after the last whole one, or every step
+                forms, count = (form,), 1
+            trained = in_one_call(forms, count)
+            if trained < len(forms) * count:  # the data ran out
+                break
+            left -= trained
         if results is None:
             raise StopIteration
         return results

@@ -102,9 +102,11 @@ class Signals:
     is pending. Installed only from the main thread (Python delivers signals there); elsewhere it
     installs nothing.
 
-    A train-function call is one call into TensorFlow, and Python runs a signal's handler only
-    between its own bytecodes: the step (or the `steps_per_execution` steps) in progress
-    completes before the `Interrupted` is raised, so the model is always between two steps.
+    Python runs a signal's handler only between its own bytecodes, never inside a call into
+    TensorFlow: the step (or the steps of one traced call) in progress completes before the
+    `Interrupted` is raised, so the model is always between two steps. (Under a periodic mix a
+    train-function call may make several such calls; the checkpoint goes by the G update count,
+    so a stop between them resumes exactly.)
 
     Attributes:
       received: the number of the signal pending in a `deferred()` block, or None.

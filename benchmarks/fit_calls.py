@@ -14,7 +14,7 @@ rounds beside it; Keras's `fit` with no callbacks, what a call costs included):
 | `fused x calls` | the config's simultaneous form (`--form`) | `--calls` (Keras's own loop) |
 | `alternating x calls` | AltGD | `--calls` |
 | `fused x 1` | the form | 1: a host round trip per update |
-| `periodic x 1` | `Periodic(form, every)` | 1: how a mix ran before its period was traced |
+| `periodic x 1` | `Periodic(form, every)` | 1: a host round trip per update, as a mix ran before its period was traced |
 | `periodic x calls` | `Periodic(form, every)` | `--calls`: whole periods traced as one function (`tf_fusedprop.train_functions`) |
 
 The last lines compare the mix with what the time-to-quality harness models it from
@@ -80,8 +80,11 @@ def measure(values):
     """Prints the table for `values` (the flags); returns `{row: median seconds per update}`."""
     if values.config is None:
         raise app.UsageError("--config is required (e.g. --config=configs/ring8.py)")
-    if values.every < 2 or values.calls < 1 or values.updates < values.calls or values.rounds < 1:
-        raise app.UsageError("--every >= 2, --calls >= 1, --updates >= --calls and --rounds >= 1")
+    if values.every < 2 or values.calls % values.every or values.updates % values.calls or values.rounds < 1:
+        raise app.UsageError(
+            "--every >= 2, --calls a multiple of --every (calls of whole periods), --updates a multiple of "
+            "--calls and --rounds >= 1"
+        )
     print(machine.header())
     config, data = speed.completed_config(values.config)
     table = rows(values)

@@ -20,7 +20,7 @@ def get_base_config():
     | loss, form | a loss of `tf_fusedprop.losses` and a training form (`tf_fusedprop.forms.FORMS`) |
     | warmup | G updates of `alternating` (with `n_dis`) before `form` (`tf_fusedprop.schedules.Warmup`); 0: none |
     | warmup_g_lr_scale | after the warm start, G's learning rate is g_lr x this (1: unchanged) |
-    | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.schedules.Periodic`; needs steps_per_execution 1); 0: none |
+    | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.schedules.Periodic`; a call of the train function runs whole periods); 0: none |
     | auto.threshold, .every, .window, .hold, .peak | `tf_fusedprop.schedules.Auto`: threshold 0 (off), or the mean stray (over `window` probes, `every` G updates apart) below which the next `hold` G updates alternate, until a window's mean has reached `peak` (None: always) |
     | n_dis | D updates per G update; with a simultaneous form the first n_dis - 1 are D-only steps |
     | iter_size | micro-batches per update (gradient accumulation) |

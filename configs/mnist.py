@@ -49,8 +49,8 @@ def get_config(variant=""):
     # Measured with 3 seeds to 12,000 updates (docs/quality.md, issue 46): fused with one
     # alternating update in every 4 makes alternating's progress per update at 0.84x its time per
     # update (final FID 1.61 +- 0.12; pure fused 1.75 +- 0.31, alternating 1.81 +- 0.40), where
-    # pure fused needs 1.07-1.25x alternating's updates to each FID level. A switch of form must
-    # start a call of the train function, hence one step per call (no visible cost at this size).
+    # pure fused needs 1.07-1.25x alternating's updates to each FID level. One step per call, as
+    # measured then (a call now runs whole periods: benchmarks/fit_calls.py says what that buys).
     config.alternate_every = 4
     config.steps_per_execution = 1
     return config

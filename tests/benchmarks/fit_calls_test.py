@@ -44,6 +44,7 @@ class FitCallsTest(tu.TestCase):
         for argv, message in (
             ([], "--config is required"),
             (["--config=configs/ring8.py", "--every=1"], "--every >= 2"),
+            (["--config=configs/ring8.py", "--every=4", "--calls=6"], "--calls a multiple of --every"),
         ):
             with self.assertRaisesRegex(app.UsageError, message):
                 fit_calls.run(["fit_calls.py", *argv])

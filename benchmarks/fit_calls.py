@@ -5,7 +5,8 @@ call against `steps_per_execution` steps, for a form and for a periodic mix of f
                                    [--updates=200] [--rounds=3] [--config.key=value]
 
 Each row is the GAN that `train.py` builds from the config (`train_lib.build_gan`), fitted on
-the config's own pipeline for `--updates` G updates a round, every row once a round in
+8 batches of the config's own pipeline (kept in memory and repeated, so that only the calls are
+timed) for `--updates` G updates a round, every row once a round in
 interleaved rounds after an untimed fit that traces it (the median over rounds is shown, the
 rounds beside it; Keras's `fit` with no callbacks, what a call costs included):
 
@@ -67,7 +68,9 @@ def fitter(config, data, form, every, calls, updates):
     config.update(form=form, warmup=0, alternate_every=every, steps_per_execution=calls)
     keras.utils.set_random_seed(config.seed)
     gan = train_lib.build_gan(config, network_inputs=data.network_inputs)
-    pipeline = data.pipeline(config.seed)
+    # A few batches kept in memory: each fit starts a new iterator, and the pipeline's own start
+    # (a shuffle buffer filled again) would be timed with the calls it is not about.
+    pipeline = data.pipeline(config.seed).take(8).cache().repeat()
 
     def fit_once(steps=updates):
         gan.fit(pipeline, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)

@@ -82,6 +82,7 @@ class Schedule:
     def observe(self, stray, probed, update):
         """In the train step: the probe's `stray` of G update `update` (an int64 tensor),
         `probed` 1.0 where it measured (0.0 elsewhere). A fixed schedule ignores it."""
+        del stray, probed, update  # a body AutoGraph can convert (a docstring alone it cannot)
 
     def trained(self, form, updates):
         """In the train step, after `form` trained it: `updates` (an int64 tensor), the G

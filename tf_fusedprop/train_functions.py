@@ -70,9 +70,9 @@ def _traced_step(gan, form):
 
 
 def _periods_function(period, steps):
-    """`run(iterator, count)`: `count` (a scalar tensor) times the forms of `period` in order, each step of its form's
-    traced `steps[form]` on the iterator's next batch; an `Optional` of the last step's results
-    (empty if the iterator held nothing). Once the iterator runs out the remaining steps are
+    """`run(iterator, count)`: `count` (a scalar tensor) times the forms of `period` in order,
+    each step of its form's traced `steps[form]` on the iterator's next batch; an `Optional` of
+    the last step's results (empty if the iterator held nothing). Once the iterator runs out the remaining steps are
     skipped, and no batch is taken beyond the last step."""
 
     @tf.autograph.experimental.do_not_convert
@@ -153,13 +153,15 @@ def periodic(gan):
         def in_one_call(forms, count):
             """`count` times `forms`, in one call of their traced loop; the steps trained."""
             nonlocal results
-            if len(forms) * count == 1 or not whole_periods:
+            if len(forms) * count == 1:  # (always, without whole periods: see the loop below)
                 batch = iterator.get_next_as_optional()
                 if not batch.has_value():
                     return 0
                 results = steps[forms[0]](batch.get_value())
                 return 1
-            loop = loops.get(forms) or loops.setdefault(forms, _periods_function(forms, steps))
+            if forms not in loops:
+                loops[forms] = _periods_function(forms, steps)
+            loop = loops[forms]
             before = update()
             optional = loop(iterator, tf.constant(count))
             if optional.has_value():

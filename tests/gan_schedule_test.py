@@ -22,6 +22,7 @@ PLUGINS = {
     "r1_augment": {"regularizers": lambda: [fp.R1(0.1, every=2)], "augment": lambda: fp.DiffAugment("translation")},
     "conditional": {"num_classes": lambda: 3},
 }
+PLUGINS["every_plugin"] = {**PLUGINS["ema_lookahead"], **PLUGINS["r1_augment"]}
 
 
 def build(form, plugins="plain", iter_size=1, steps_per_execution=1, batch_norm=True):
@@ -68,7 +69,7 @@ def switch_by_hand(gan, form):
 
 
 class WarmupTest(tu.TestCase):
-    @parameterized.parameters("plain", "ema_lookahead", "r1_augment", "conditional")
+    @parameterized.parameters("every_plugin", "conditional")  # every plugin at once: one trace per form, not four
     def test_fit_switches_as_a_hand_made_switch_and_says_so_once(self, plugins):
         x, y = data(plugins)
         scheduled = build(fp.schedules.Warmup("fused", updates=4), plugins)

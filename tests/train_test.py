@@ -24,6 +24,7 @@ from absl.testing import parameterized
 
 import train
 from tests import testing_utils as tu
+from tf_fusedprop import precision
 from tf_fusedprop.experiment import real_samples, train_lib
 
 TRAIN = os.path.abspath(train.__file__)
@@ -299,8 +300,10 @@ class EveryValueTypeableTest(tu.TestCase):
 
 
 #: Trains the 64 px SNGAN pair (G's width 256, D's 8: G's top layers at full size, where the
-#: rounding varied) in bfloat16 with batch 64 for 6 updates, under train.py's TensorFlow
-#: environment, and prints a digest of the weights.
+#: rounding varied) in the precision train.py picks on this machine (`precision.choose("auto")`:
+#: bfloat16 where the CPU has it natively, float32 where bfloat16 would be emulated) with batch
+#: 64 for 6 updates, under train.py's TensorFlow environment, and prints the policy and a digest
+#: of the weights.
 _TRAINS_64_PX = """
 import hashlib, os
 import train
@@ -309,10 +312,12 @@ for key, value in train.TENSORFLOW_ENVIRONMENT.items():
 import keras
 import numpy as np
 import tf_fusedprop as fp
-from tf_fusedprop import networks, optimizers
+from tf_fusedprop import networks, optimizers, precision
+policy = precision.choose("auto").policy
+print("POLICY", policy)
 keras.utils.set_random_seed(0)
-g = networks.sngan.cnn_generator(16, 256, 3, dtype="mixed_bfloat16", image_size=64)
-d = networks.sngan.cnn_discriminator((64, 64, 3), 8, dtype="mixed_bfloat16", bottom=4)
+g = networks.sngan.cnn_generator(16, 256, 3, dtype=policy, image_size=64)
+d = networks.sngan.cnn_discriminator((64, 64, 3), 8, dtype=policy, bottom=4)
 gan = fp.FusedPropGAN(g, d, loss="nonsaturating", form="fused", seed=0)
 adam = lambda: optimizers.Adam(2e-4, beta_1=0.0)
 gan.compile(d_optimizer=adam(), g_optimizer=adam())
@@ -323,9 +328,11 @@ print("WEIGHTS", hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in g.weig
 
 
 class RepeatableTest(tu.TestCase):
-    def test_two_fresh_processes_train_the_64_px_pair_in_bfloat16_to_the_same_weights(self):
-        # TensorFlow's default inter-op threads gave 4 digests in 4 processes here (Intel Xeon with
-        # AMX); the weight-gradient formulation is pinned, so only the runtime's scheduling is tested.
+    def test_two_fresh_processes_train_the_64_px_pair_in_the_machines_precision_to_the_same_weights(self):
+        # TensorFlow's default inter-op threads gave 4 digests in 4 processes in bfloat16 (Intel
+        # Xeon with AMX) and 3 in 3 in float32 (AMD EPYC with AVX2 only, where bfloat16 is emulated,
+        # 2.5x slower, and not what train.py picks); the weight-gradient formulation is pinned, so
+        # only the runtime's scheduling is tested.
         env = {key: value for key, value in os.environ.items() if key != "TF_NUM_INTEROP_THREADS"}
         env.update(PYTHONPATH=os.path.dirname(TRAIN), TF_FUSEDPROP_WEIGHT_GRADIENT="native")
         processes = [
@@ -343,6 +350,7 @@ class RepeatableTest(tu.TestCase):
             out, err = process.communicate(timeout=300)
             self.assertEqual(process.returncode, 0, err[-3000:])
             digests.append(tu.marked_lines(out)["WEIGHTS"])
+            self.assertEqual(tu.marked_lines(out)["POLICY"], precision.choose("auto").policy)
         self.assertEqual(digests[0], digests[1])
 
 

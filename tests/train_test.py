@@ -331,8 +331,8 @@ class RepeatableTest(tu.TestCase):
     def test_two_fresh_processes_train_the_64_px_pair_in_the_machines_precision_to_the_same_weights(self):
         # TensorFlow's default inter-op threads gave 4 digests in 4 processes in bfloat16 (Intel
         # Xeon with AMX) and 3 in 3 in float32 (AMD EPYC with AVX2 only, where bfloat16 is emulated,
-        # 2.5x slower, and not what train.py picks); the weight-gradient formulation is pinned, so
-        # only the runtime's scheduling is tested.
+        # slower, and not what train.py picks); the weight-gradient formulation is pinned, so only
+        # the runtime's scheduling is tested.
         env = {key: value for key, value in os.environ.items() if key != "TF_NUM_INTEROP_THREADS"}
         env.update(PYTHONPATH=os.path.dirname(TRAIN), TF_FUSEDPROP_WEIGHT_GRADIENT="native")
         processes = [

@@ -72,8 +72,8 @@ def _traced_step(gan, form):
 def _periods_function(period, steps):
     """`run(iterator, count)`: `count` (a scalar tensor) times the forms of `period` in order,
     each step of its form's traced `steps[form]` on the iterator's next batch; an `Optional` of
-    the last step's results (empty if the iterator held nothing). Once the iterator runs out the remaining steps are
-    skipped, and no batch is taken beyond the last step."""
+    the last step's results (empty if the iterator held nothing). Once the iterator runs out the
+    remaining steps are skipped, and no batch is taken beyond the last step."""
 
     @tf.autograph.experimental.do_not_convert
     def run(iterator, count):

@@ -60,6 +60,7 @@ class ScheduleTest(tu.TestCase):
         schedules.Warmup(schedules.Periodic("fused", every=2), updates=4),
         schedules.Auto("inverse", threshold=0.3, every=5, window=4, hold=50, other=forms.Alternating(n_dis=2)),
         schedules.Warmup(schedules.Auto("fused"), updates=100),
+        schedules.Auto("fused", threshold=0.45, peak=0.7, peak_windows=3),
     )
     def test_configs_round_trip(self, schedule):
         again = schedules.get(schedule.get_config())
@@ -78,7 +79,7 @@ class ScheduleTest(tu.TestCase):
                 auto.observe(tf.constant(stray), tf.constant(float(probed)), tf.constant(update, tf.int64))
             # Updates 0 and 1 (mean 0.4): updates 2-11 alternate; 20 and 21 (0.9): none.
             self.assertEqual(int(state["until"].numpy()), 12)
-            self.assertAllClose(state["highest"].numpy(), 0.9)
+            self.assertEqual(int(state["at_peak"].numpy()), 0 if peak is None else 1)
             auto.observe(tf.constant(0.3), tf.constant(1.0), tf.constant(30, tf.int64))
             self.assertEqual((int(state["until"].numpy()), int(state["count"].numpy())), (12, 1))  # half a window
             auto.observe(tf.constant(0.3), tf.constant(1.0), tf.constant(31, tf.int64))
@@ -88,6 +89,33 @@ class ScheduleTest(tu.TestCase):
             self.assertEqual(auto.trained(auto.other, tf.constant(1, tf.int64)), {"alternated": 1})
             self.assertEqual(auto.trained(auto.form, tf.constant(1, tf.int64)), {"alternated": 1})
             self.assertEqual(auto.trained(auto.other, tf.constant(0, tf.int64)), {"alternated": 1})  # skipped
+
+    def test_auto_stops_alternating_after_peak_windows_in_a_row_at_peak_and_says_so_once(self):
+        auto = schedules.Auto("fused", threshold=0.5, every=1, window=1, hold=10, peak=0.8, peak_windows=2)
+        auto.attach()
+        state = auto._state
+        self.assertIsNone(auto.switch_note(0))
+        # One window at peak, then a low one: a blip, so it still alternates.
+        for update, stray in ((0, 0.9), (1, 0.3)):
+            auto.observe(tf.constant(stray), tf.constant(1.0), tf.constant(update, tf.int64))
+        self.assertEqual((int(state["until"].numpy()), int(state["at_peak"].numpy())), (12, 0))
+        # Two in a row with one between them in [threshold, peak): the row starts again.
+        for update, stray in ((20, 0.9), (21, 0.6), (22, 0.9)):
+            auto.observe(tf.constant(stray), tf.constant(1.0), tf.constant(update, tf.int64))
+        self.assertEqual(int(state["at_peak"].numpy()), 1)
+        self.assertIsNone(auto.switch_note(23))
+        auto.observe(tf.constant(0.85), tf.constant(1.0), tf.constant(23, tf.int64))
+        self.assertEqual(
+            auto.switch_note(24), "G update 24: fused from here on (2 windows in a row of mean stray >= 0.8)"
+        )
+        for update, stray in ((24, 0.1), (25, 0.6), (26, 0.1)):  # a plateau now: neither asks nor resets
+            auto.observe(tf.constant(stray), tf.constant(1.0), tf.constant(update, tf.int64))
+        self.assertEqual((int(state["until"].numpy()), int(state["at_peak"].numpy())), (12, 2))
+        self.assertEqual((auto.switch_note(27), auto.form_at(27).name), (None, "fused"))
+        resumed = schedules.get(auto.get_config())  # a resumed run does not say it again
+        resumed.attach()
+        resumed._state["at_peak"].assign(2)
+        self.assertIsNone(resumed.switch_note(27))
 
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
         auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
@@ -136,6 +164,7 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Warmup("fast"), "Unknown training form. Received: form='fast'"),
         (lambda: schedules.Auto("fused", threshold=0), "threshold must be a positive number. Received: threshold=0"),
         (lambda: schedules.Auto("fused", hold=0), "hold must be a positive integer"),
+        (lambda: schedules.Auto("fused", peak=0.7, peak_windows=0), "peak_windows must be a positive integer"),
         (lambda: schedules.Auto("fused", threshold=0.5, peak=0.5), r"peak must be None or a number above threshold"),
         (lambda: schedules.Auto("alternating"), "Auto alternates a simultaneous form .* Received: form='alternating'"),
         (lambda: schedules.Auto("fused", other="inverse"), "updates one player at a time. Received: .*other='inverse'"),

@@ -292,11 +292,12 @@ class Auto(Schedule):
     It follows the stray probe (`tf_fusedprop.stray_probe`, `every` G updates apart, on
     `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
     the next `hold` G updates are `other`'s (AltGD by default), after which `form` trains and is
-    probed again; once a window's mean has reached `peak`, it no longer alternates. Why: on the
-    tracked runs a low stray marked the updates that made no progress, and a high one those
-    that made the most (docs/quality.md, "The stray probe"); before the players have learned
-    from each other (no window at `peak` yet) a low stray is a stall, which alternating
-    escapes; after, it is a plateau, where alternating only costs time.
+    probed again; once `peak_windows` windows in a row have reached `peak`, it no longer
+    alternates. Why: on the tracked runs a low stray marked the updates that made no progress,
+    and a high one those that made the most (docs/quality.md, "The stray probe"); before the
+    players have learned from each other a low stray is a stall, which alternating escapes;
+    after, it is a plateau, where alternating only costs time. One window at `peak` can be a
+    blip inside a stall (ring8, docs/quality.md): `peak_windows` asks for a sustained one.
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it (update u: it ends before update
@@ -316,10 +317,14 @@ class Auto(Schedule):
       window: probes whose mean decides.
       hold: G updates of `other` after a decision to alternate.
       peak: the window mean from which on it no longer alternates; None: it always may.
+      peak_windows: the windows in a row at `peak` after which it no longer alternates (1: the
+        first window at `peak`).
       other: the alternating form.
     """
 
-    def __init__(self, form="fused", threshold=0.4, every=10, window=10, hold=100, peak=None, other="alternating"):
+    def __init__(
+        self, form="fused", threshold=0.4, every=10, window=10, hold=100, peak=None, peak_windows=1, other="alternating"
+    ):
         self.form = _one_form("form", form, "Auto switches between two forms")
         self.other = _one_form("other", other, "Auto switches between two forms")
         if not simultaneous(self.form) or simultaneous(self.other):
@@ -336,8 +341,10 @@ class Auto(Schedule):
         self.every = positive_int("every", every)
         self.window = positive_int("window", window)
         self.hold = positive_int("hold", hold)
+        self.peak_windows = positive_int("peak_windows", peak_windows)
         self._state = None
         self._last = None  # the form of the last call, for the switch's log line
+        self._peaked = None  # whether the last call's state had stopped alternating, for its line
         super().__init__((self.form, self.other))
 
     @property
@@ -347,8 +354,8 @@ class Auto(Schedule):
 
     def attach(self):
         """The state: the update at which the current alternating stretch ends, the probes'
-        sum and count in the current window, the last window's mean, the highest one, and
-        `alternated`."""
+        sum and count in the current window, the last window's mean, the one that last asked,
+        the windows in a row at `peak` (kept once `peak_windows` is reached), and `alternated`."""
         if self._state is not None:
             raise ValueError("This Auto schedule already trains a GAN; pass a new schedules.Auto(...) for another.")
 
@@ -361,7 +368,7 @@ class Auto(Schedule):
             "count": variable("auto_window_count", "int64"),
             "mean": variable("auto_last_mean", "float64"),
             "asked": variable("auto_asking_mean", "float64"),
-            "highest": variable("auto_highest_mean", "float64"),
+            "at_peak": variable("auto_windows_at_peak", "int64"),
             "alternated": variable("auto_alternated", "int64"),
         }
         return list(self._state.values())
@@ -377,9 +384,12 @@ class Auto(Schedule):
         full = count >= self.window
         mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
         low = tf.logical_and(full, mean < self.threshold)
-        if self.peak is not None:  # a low stray after a window at `peak` is a plateau
-            low = tf.logical_and(low, state["highest"] < self.peak)
-        state["highest"].assign(tf.where(full, tf.maximum(state["highest"], mean), state["highest"]))
+        if self.peak is not None:  # a low stray after a sustained `peak` is a plateau
+            at_peak = state["at_peak"]
+            peaked = at_peak >= self.peak_windows
+            low = tf.logical_and(low, tf.logical_not(peaked))
+            in_a_row = tf.where(mean >= self.peak, at_peak + 1, tf.zeros_like(at_peak))
+            at_peak.assign(tf.where(tf.logical_and(full, tf.logical_not(peaked)), in_a_row, at_peak))
         state["until"].assign(tf.where(low, tf.cast(update, tf.int64) + 1 + self.hold, state["until"]))
         state["asked"].assign(tf.where(low, mean, state["asked"]))
         state["mean"].assign(tf.where(full, mean, state["mean"]))
@@ -418,9 +428,18 @@ class Auto(Schedule):
         )
 
     def switch_note(self, update):
-        """One line where the form changes from the last call's."""
+        """One line where the form changes from the last call's, or where `peak_windows` windows
+        in a row at `peak` have stopped the alternating (not on the first call: a resumed run's
+        state was said before)."""
+        peaked = self.peak is not None and int(self._state["at_peak"].numpy()) >= self.peak_windows
+        stopped, self._peaked = self._peaked is False and peaked, peaked
         form, last = self.form_at(update), self._last
         self._last = form
+        if stopped:
+            return (
+                f"G update {update}: {self.form.name} from here on ({self.peak_windows} window"
+                f"{'s' if self.peak_windows > 1 else ''} in a row of mean stray >= {self.peak:g})"
+            )
         if form is last or (last is None and form is self.form):
             return None
         if form is self.other:
@@ -444,13 +463,14 @@ class Auto(Schedule):
             "window": self.window,
             "hold": self.hold,
             "peak": self.peak,
+            "peak_windows": self.peak_windows,
             "other": self.other.get_config(),
         }
 
     def __repr__(self):
         return (
             f"Auto({self.form!r}, threshold={self.threshold:g}, every={self.every}, window={self.window}, "
-            f"hold={self.hold}, peak={self.peak}, other={self.other!r})"
+            f"hold={self.hold}, peak={self.peak}, peak_windows={self.peak_windows}, other={self.other!r})"
         )
 
 

@@ -27,7 +27,7 @@ SCHEDULING_FIELDS = {
     "warmup": 0,
     "alternate_every": 0,
     "warmup_g_lr_scale": 1.0,
-    "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100, "peak": None},
+    "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100, "peak": None, "peak_windows": 1},
 }
 
 
@@ -89,7 +89,8 @@ class TrainingPlan:
 
 def _value(config, key):
     value = config[key] if key in config else SCHEDULING_FIELDS.get(key)
-    return dict(value) if key == "auto" else value
+    # A record written before an `auto` field existed reads it at its default.
+    return {**SCHEDULING_FIELDS["auto"], **dict(value)} if key == "auto" else value
 
 
 def plan(config):

@@ -76,8 +76,8 @@ STABILIZERS = {
     # Tasks whose config ships a schedule of alternating updates run it without (no warm start,
     # no periodic mix): Auto replaces them.
     "auto": {"auto.threshold": 0.45, "auto.peak": 0.7, "warmup": 0, "alternate_every": 0},
-    # The same, stopping only after three windows in a row at 0.7 (300 updates): on the AVX2 EPYC
-    # one window at 0.7 inside ring8 seed 2's stall ended its alternating for good.
+    # The same, stopping only after three windows in a row at 0.7 (300 updates) instead of one:
+    # no better on ring8 (docs/quality.md, "Auto stopping on a sustained peak").
     "auto_sustained": {
         "auto.threshold": 0.45,
         "auto.peak": 0.7,

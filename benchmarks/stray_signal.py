@@ -1,15 +1,19 @@
-"""Does the stray probe tell a run that stalls from one that does not, early enough to act on?
+"""Does a training signal tell a run that stalls from one that does not, early enough to act on?
 
     python benchmarks/quality.py --tasks=mnist --forms=fused --override=steps=4000 \\
         --override=alternate_every=0 --override=probe.every=10 --out=DIR      # probed runs
-    python benchmarks/stray_signal.py DIR [DIR ...] [--out=FILE_STEM]
+    python benchmarks/stray_signal.py DIR [DIR ...] [--signal=stray|logit_gap] [--out=FILE_STEM]
 
 Reads the finished and stopped runs of each time-to-quality grid (`DIR/results.json`) whose
-history holds a `tf_fusedprop.StrayProbe`'s epoch means (`stray`: ||g_alt - g_sim|| / ||g_sim||,
-and `stray_cosine`), and writes, per task, each run's quality metric and the probe's numbers at
-every evaluation: a markdown table (`FILE_STEM.md`, default `DIR/stray.md`) and a figure
-(`FILE_STEM.png`: the metric above, `stray` below, one line per run) to compare runs that stalled
-with runs that did not (issue 62, step 2).
+history holds the signal, and writes, per task, each run's quality metric and the signal's
+numbers at every evaluation: a markdown table (`FILE_STEM.md`, default `DIR/<signal's stem>.md`)
+and a figure (`FILE_STEM.png`: the metric above, the signal below, one line per run) to compare
+runs that stalled with runs that did not (issue 62, step 2). Signals (`SIGNALS`):
+
+* `stray` (default; `stray.md`): a `tf_fusedprop.StrayProbe`'s epoch means, `stray` (||g_alt -
+  g_sim|| / ||g_sim||) and `stray_cosine`;
+* `logit_gap` (`logits.md`): D's epoch-mean logits on real and on generated samples, and their
+  gap (real - fake: how sure D is), recorded by every run since they entered the records.
 """
 
 import argparse
@@ -21,18 +25,55 @@ import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the p
 # isort: split
 from benchmarks.time_to_quality.tasks import TASKS
 
-PROBED = ("stray", "stray_cosine")
+
+def _gap(entry):
+    real, fake = entry.get("real_logit"), entry.get("fake_logit")
+    return None if real is None or fake is None else real - fake
 
 
-def probed_runs(directories):
-    """`{task: [run record, ...]}` of the runs whose history holds the probe's numbers, in
-    the order of their grids, by form and seed."""
+#: Per signal: the key a run's history must hold, the table's columns (name, value of a history
+#: entry, significant digits), the figure's lower panel (value, label, scale), the default file
+#: stem and the page's header.
+SIGNALS = {
+    "stray": {
+        "key": "stray",
+        "columns": (("stray", lambda e: e.get("stray"), 2), ("cosine", lambda e: e.get("stray_cosine"), 2)),
+        "plot": (lambda e: e.get("stray"), "stray: ||g_alt - g_sim|| / ||g_sim||", "log"),
+        "stem": "stray",
+        "header": (
+            "# The stray probe beside quality\n\nWritten by `benchmarks/stray_signal.py` from {grids}. Per "
+            "evaluation: the task's metric, `stray` (||g_alt - g_sim|| / ||g_sim||, G's gradient at D's updated "
+            "weights against its gradient at D's old ones, the epoch's mean over the probed updates) and "
+            "`stray_cosine`.\n\n"
+        ),
+    },
+    "logit_gap": {
+        "key": "real_logit",
+        "columns": (
+            ("real", lambda e: e.get("real_logit"), 2),
+            ("fake", lambda e: e.get("fake_logit"), 2),
+            ("gap", _gap, 2),
+        ),
+        "plot": (_gap, "D's logit gap: mean real - mean fake", "linear"),
+        "stem": "logits",
+        "header": (
+            "# D's logits beside quality\n\nWritten by `benchmarks/stray_signal.py --signal=logit_gap` from "
+            "{grids}. Per evaluation: the task's metric, D's mean logit on real samples and on generated ones "
+            "over the epoch, and their gap (real - fake).\n\n"
+        ),
+    },
+}
+
+
+def probed_runs(directories, key="stray"):
+    """`{task: [run record, ...]}` of the runs whose history holds `key` (by default the probe's
+    numbers), in the order of their grids, by form and seed."""
     runs = {}
     for directory in directories:
         with open(os.path.join(directory, "results.json")) as f:
             records = json.load(f)["runs"]
         for record in sorted(records, key=lambda r: (r["task"], r["form"], r.get("stabilizer") or "", r["seed"])):
-            if any("stray" in entry for entry in record.get("history") or ()):
+            if any(key in entry for entry in record.get("history") or ()):
                 runs.setdefault(record["task"], []).append(record)
     return runs
 
@@ -47,12 +88,14 @@ def _cell(value, digits):
     return "—" if value is None else f"{value:.{digits}g}"
 
 
-def table(task, records):
-    """The markdown table of one task: per run, the metric / stray / cosine at each evaluation."""
+def table(task, records, signal="stray"):
+    """The markdown table of one task: per run, the metric and the signal's columns at each
+    evaluation."""
     metric = TASKS[task].plot[0]
+    columns = SIGNALS[signal]["columns"]
     steps = sorted({entry["step"] for record in records for entry in record["history"]})
     lines = [
-        f"### {task}: {metric} / stray / cosine at each evaluation",
+        f"### {task}: {' / '.join([metric] + [name for name, _, _ in columns])} at each evaluation",
         "",
         "| run | " + " | ".join(str(step) for step in steps) + " |",
         "|---|" + "---|" * len(steps),
@@ -66,13 +109,14 @@ def table(task, records):
                 cells.append("")
                 continue
             value = (entry.get("metrics") or {}).get(metric)
-            cells.append(f"{_cell(value, 3)} / {_cell(entry.get('stray'), 2)} / {_cell(entry.get('stray_cosine'), 2)}")
+            cells.append(" / ".join([_cell(value, 3)] + [_cell(read(entry), digits) for _, read, digits in columns]))
         lines.append(f"| {_label(record)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def figure(runs, path):
-    """Per task, the metric (above) and `stray` (below) against G updates, one line per run."""
+def figure(runs, path, signal="stray"):
+    """Per task, the metric (above) and the signal (below) against G updates, one line per run."""
+    read, signal_label, signal_scale = SIGNALS[signal]["plot"]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,10 +131,10 @@ def figure(runs, path):
             values = [None if v is None else v * scale for v in values]
             line = axes[0, column].plot(steps, values, marker=".", label=_label(record))[0]
             axes[1, column].plot(
-                steps, [entry.get("stray") for entry in record["history"]], marker=".", color=line.get_color()
+                steps, [read(entry) for entry in record["history"]], marker=".", color=line.get_color()
             )
         axes[0, column].set(title=task, ylabel=label, yscale="log" if log else "linear")
-        axes[1, column].set(xlabel="G updates", ylabel="stray: ||g_alt - g_sim|| / ||g_sim||", yscale="log")
+        axes[1, column].set(xlabel="G updates", ylabel=signal_label, yscale=signal_scale)
         axes[0, column].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -100,23 +144,20 @@ def figure(runs, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("grids", nargs="+", help="time-to-quality grid directories (with results.json)")
-    parser.add_argument("--out", help="file stem of the table and figure (default: FIRST_GRID/stray)")
+    parser.add_argument("--signal", choices=sorted(SIGNALS), default="stray", help="the signal beside quality")
+    parser.add_argument("--out", help="file stem of the table and figure (default: FIRST_GRID/<signal's stem>)")
     args = parser.parse_args(argv)
-    runs = probed_runs(args.grids)
+    signal = SIGNALS[args.signal]
+    runs = probed_runs(args.grids, signal["key"])
     if not runs:
-        parser.exit(1, f"No run of {', '.join(args.grids)} was probed (config probe.every > 0).\n")
-    stem = args.out or os.path.join(args.grids[0], "stray")
-    header = (
-        "# The stray probe beside quality\n\nWritten by `benchmarks/stray_signal.py` from "
-        + ", ".join(f"`{g}`" for g in args.grids)
-        + ". Per evaluation: the task's metric, `stray` (||g_alt - g_sim|| / ||g_sim||, G's gradient "
-        "at D's updated weights against its gradient at D's old ones, the epoch's mean over the probed "
-        "updates) and `stray_cosine`.\n\n"
-    )
+        why = "was probed (config probe.every > 0)" if args.signal == "stray" else "recorded D's logits"
+        parser.exit(1, f"No run of {', '.join(args.grids)} {why}.\n")
+    stem = args.out or os.path.join(args.grids[0], signal["stem"])
+    header = signal["header"].format(grids=", ".join(f"`{g}`" for g in args.grids))
     with open(stem + ".md", "w") as f:
-        f.write(header + "\n".join(table(task, records) for task, records in runs.items()))
-    figure(runs, stem + ".png")
-    print(f"{sum(map(len, runs.values()))} probed runs: {stem}.md, {stem}.png")
+        f.write(header + "\n".join(table(task, records, args.signal) for task, records in runs.items()))
+    figure(runs, stem + ".png", args.signal)
+    print(f"{sum(map(len, runs.values()))} runs with {args.signal}: {stem}.md, {stem}.png")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,23 @@ class StraySignalTest(tu.TestCase):
         self.assertNotIn("alternating", text.split("\n\n", 2)[2])  # not probed: no row
         self.assertTrue(os.path.getsize(os.path.join(out, "stray.png")) > 1000)
 
+    def test_d_logits_gap_beside_quality_for_every_run_that_recorded_them(self):
+        out = self.get_temp_dir()
+        logged = run(0, [700.0, 12.5], [0.1, 0.2], form="alternating")
+        for entry, (real, fake) in zip(logged["history"], ((5.5, -1.25), (0.75, -0.5))):
+            entry.update(real_logit=real, fake_logit=fake)
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"runs": [logged, run(1, [650.0], [0.125])]}, f)  # seed 1 from before the logits
+
+        stray_signal.main([out, "--signal=logit_gap"])
+
+        with open(os.path.join(out, "logits.md")) as f:
+            text = f.read()
+        self.assertIn("### mnist: fid / real / fake / gap at each evaluation", text)
+        self.assertIn("| alternating s0 | 700 / 5.5 / -1.2 / 6.8 | 12.5 / 0.75 / -0.5 / 1.2 |", text)
+        self.assertNotIn("s1", text)  # no logits recorded: no row
+        self.assertTrue(os.path.getsize(os.path.join(out, "logits.png")) > 1000)
+
     def test_grids_without_a_probed_run_say_so(self):
         out = self.get_temp_dir()
         with open(os.path.join(out, "results.json"), "w") as f:

@@ -96,19 +96,39 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual([h["finite"] for h in evaluation.history], [True, False, False, False])
         self.assertEqual(
             evaluation.history[0],
-            {"epoch": 1, "step": 0, "train_seconds": None, "metrics": {"fid": 1.5, "modes": 3}, "finite": True},
+            {
+                "epoch": 1,
+                "step": 0,
+                "train_seconds": None,
+                "metrics": {"fid": 1.5, "modes": 3},
+                "finite": True,
+                "d_loss": 0.5,
+                "g_loss": 1.0,
+            },
         )
+        self.assertEqual([h["d_loss"] for h in evaluation.history], [0.5, None, 0.7, 0.7])  # JSON has no NaN
         self.assertEqual(json.loads(json.dumps(evaluation.history)), evaluation.history)  # plain numbers
 
     def test_history_keeps_the_epochs_training_signals_beside_the_metrics(self):
         evaluation = callbacks.Evaluation(lambda generator: {"fid": 2.0})
         evaluation.set_model(tiny_gan())
         evaluation.set_params({"epochs": 1})
-        logs = {"d_loss": 0.5, "g_loss": 1.0, "augment_p": np.float32(0.25), "stray": 0.125, "stray_cosine": 0.5}
+        logs = {
+            "d_loss": 0.5,
+            "g_loss": 1.0,
+            "real_logit": np.float32(2.0),
+            "augment_p": np.float32(0.25),
+            "stray": 0.125,
+            "stray_cosine": 0.5,
+            "steps_per_second": 9.0,
+        }
         evaluation.on_epoch_end(0, logs)
         entry = evaluation.history[0]
-        self.assertEqual((entry["augment_p"], entry["stray"], entry["stray_cosine"]), (0.25, 0.125, 0.5))
-        self.assertNotIn("d_loss", entry)
+        signals = ("d_loss", "g_loss", "real_logit", "augment_p", "stray", "stray_cosine")
+        self.assertEqual([entry[key] for key in signals], [0.5, 1.0, 2.0, 0.25, 0.125, 0.5])
+        self.assertEqual([type(entry[key]) for key in signals], [float] * len(signals))  # plain JSON numbers
+        self.assertNotIn("fake_logit", entry)  # not logged: not invented
+        self.assertNotIn("steps_per_second", entry)  # throughput, not a training signal
 
     def test_fit_resumes_from_the_restored_epoch(self):
         directory = self.get_temp_dir()

@@ -38,9 +38,25 @@ __all__ = [
 #: Minutes between a run's early sample grids and, in a log file, its progress lines (`Progress`).
 PROGRESS_MINUTES = 5
 #: Training signals of the epoch that an evaluation's history entry keeps beside the metrics:
-#: an adaptive augmentation's probability, a `StrayProbe`'s means over the epoch's probes, an
-#: `Auto` schedule's alternating updates so far.
-RECORDED_SIGNALS = ("augment_p", "stray", "stray_cosine", "alternated")
+#: the players' losses and D's mean logits (what a stall looks like from inside), an adaptive
+#: augmentation's probability, a `StrayProbe`'s means over the epoch's probes, an `Auto`
+#: schedule's alternating updates so far.
+RECORDED_SIGNALS = (
+    "d_loss",
+    "g_loss",
+    "real_logit",
+    "fake_logit",
+    "augment_p",
+    "stray",
+    "stray_cosine",
+    "alternated",
+)
+
+
+def _finite_or_none(value):
+    """A logged number as JSON holds it: None where it is not finite (a diverged epoch's loss)."""
+    value = float(value)
+    return value if np.isfinite(value) else None
 
 
 def _global_step(model):
@@ -120,7 +136,7 @@ class Evaluation(keras.callbacks.Callback):
         sample grids and checkpoints excluded), `metrics` (plain numbers), and `finite`
         (False once a loss of an epoch so far was not finite, or the model's `divergence()`
         recorded a non-finite update); the epoch's `RECORDED_SIGNALS` the model logged
-        (`augment_p` of an adaptive augmentation, `stray` and `stray_cosine` of a probe,
+        (the epoch's mean losses and logits, None where not finite; `augment_p` of an adaptive augmentation, `stray` and `stray_cosine` of a probe,
         `alternated` of an `Auto` schedule).
     """
 
@@ -150,7 +166,7 @@ class Evaluation(keras.callbacks.Callback):
                     key: value.item() if isinstance(value, np.generic) else value for key, value in self.last.items()
                 },
                 "finite": self._finite,
-                **{key: float(logs[key]) for key in RECORDED_SIGNALS if logs and key in logs},
+                **{key: _finite_or_none(logs[key]) for key in RECORDED_SIGNALS if logs and key in logs},
             }
         )
         if logs is not None:

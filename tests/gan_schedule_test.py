@@ -292,6 +292,26 @@ class AutoTest(tu.TestCase):
         self.assertEqual(two.history.history["alternated"], [0, 0, 1])
         self.assertAllClose(float(two.schedule._state["asked"].numpy()), mean, rtol=1e-5)
 
+    def test_on_d_logit_gap_under_two_replicas_every_replica_decides_on_the_mean_gap_without_a_probe(self):
+        x, _ = data(n=16)  # one step an epoch: the logged logits are the update's, averaged over replicas
+        with tu.two_cpu_strategy().scope():
+            fused = build("fused", batch_norm=False)
+        logs = fused.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+        gaps = [real - fake for real, fake in zip(logs["real_logit"], logs["fake_logit"])]
+        mean = (gaps[0] + gaps[1]) / 2
+        for threshold, alternated in ((mean - 1e-3 * abs(mean), [0, 0, 1]), (mean + 1e-3 * abs(mean), [0, 0, 0])):
+            schedule = fp.schedules.Auto("fused", threshold=threshold, every=1, window=2, hold=2, signal="logit_gap")
+            with tu.two_cpu_strategy().scope():
+                two = build(schedule, batch_norm=False)
+            self.assertIsNone(two.probe)  # the logits are the step's own
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                two.fit(x, batch_size=16, epochs=3, shuffle=False, verbose=0)
+            self.assertEqual(two.history.history["alternated"], alternated, (threshold, gaps))
+            self.assertAllClose(float(two.schedule._state["mean"].numpy()), mean, rtol=1e-5)
+        self.assertRegex(printed.getvalue(), "^$")  # the second: no decision, no line
+        self.assertEqual(two.history.history["real_logit"][:2], logs["real_logit"])  # the same two fused updates
+
 
 if __name__ == "__main__":
     tf.test.main()

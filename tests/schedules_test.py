@@ -61,6 +61,7 @@ class ScheduleTest(tu.TestCase):
         schedules.Auto("inverse", threshold=0.3, every=5, window=4, hold=50, other=forms.Alternating(n_dis=2)),
         schedules.Warmup(schedules.Auto("fused"), updates=100),
         schedules.Auto("fused", threshold=0.45, peak=0.7, peak_windows=3),
+        schedules.Warmup(schedules.Auto("fused", threshold=4.0, signal="logit_gap"), updates=100),
     )
     def test_configs_round_trip(self, schedule):
         again = schedules.get(schedule.get_config())
@@ -117,6 +118,32 @@ class ScheduleTest(tu.TestCase):
         resumed._state["at_peak"].assign(2)
         self.assertIsNone(resumed.switch_note(27))
 
+    def test_auto_on_d_logit_gap_alternates_where_the_windows_mean_is_above_threshold(self):
+        auto = schedules.Auto("fused", threshold=4.0, every=2, window=2, hold=10, signal="logit_gap")
+        self.assertIsNone(auto.probe_every)  # no probe: the step's own logs
+        auto.attach()
+        self.assertIsNone(auto.switch_note(0))
+        state = auto._state
+
+        def logs(real, fake):
+            return {"real_logit": tf.constant(real), "fake_logit": tf.constant(fake), "d_loss": tf.constant(1.0)}
+
+        auto.observe(tf.constant(100.0), tf.constant(1.0), tf.constant(0, tf.int64))  # a user's probe: not read
+        auto.observe_logs(auto.other, logs(9.0, -9.0), tf.constant(0, tf.int64))  # alternating's updates: not read
+        auto.observe_logs(auto.form, logs(2.0, -1.0), tf.constant(0, tf.int64))  # gap 3
+        auto.observe_logs(auto.form, logs(9.0, -9.0), tf.constant(1, tf.int64))  # not every 2nd: not read
+        self.assertEqual(int(state["count"].numpy()), 1)
+        auto.observe_logs(auto.form, logs(4.0, -1.5), tf.constant(2, tf.int64))  # gap 5.5: mean 4.25 > 4
+        self.assertEqual((int(state["until"].numpy()), int(state["count"].numpy())), (13, 0))
+        self.assertEqual(
+            auto.switch_note(3), "G update 3: fused -> alternating (mean logit gap 4.250 > 4 over the last 2 readings)"
+        )
+        for update, (real, fake) in ((14, (2.0, -1.0)), (16, (2.5, -1.0))):  # mean 3.25: not above
+            auto.observe_logs(auto.form, logs(real, fake), tf.constant(update, tf.int64))
+        self.assertEqual(int(state["until"].numpy()), 13)
+        again = schedules.get(auto.get_config())
+        self.assertEqual((again.signal, again.probe_every), ("logit_gap", None))
+
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
         auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
         auto.attach()
@@ -165,6 +192,9 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Auto("fused", threshold=0), "threshold must be a positive number. Received: threshold=0"),
         (lambda: schedules.Auto("fused", hold=0), "hold must be a positive integer"),
         (lambda: schedules.Auto("fused", peak=0.7, peak_windows=0), "peak_windows must be a positive integer"),
+        (lambda: schedules.Auto("fused", signal="loss"), r"Unknown signal for Auto; .* Received: signal='loss'"),
+        (lambda: schedules.Auto("fused", peak=5.0, signal="logit_gap"), "peak follows the stray probe"),
+        (lambda: schedules.Auto("fused", threshold=float("nan"), signal="logit_gap"), "threshold must be a finite"),
         (lambda: schedules.Auto("fused", threshold=0.5, peak=0.5), r"peak must be None or a number above threshold"),
         (lambda: schedules.Auto("alternating"), "Auto alternates a simultaneous form .* Received: form='alternating'"),
         (lambda: schedules.Auto("fused", other="inverse"), "updates one player at a time. Received: .*other='inverse'"),

@@ -295,6 +295,7 @@ class FusedPropGAN(keras.Model):
                 real_signs.append(phase_logs.pop("real_sign"))
             logs.update(phase_logs)
         self.updater.finish_step()
+        self.schedule.observe_logs(self._active_form, logs, before)
         if self.augment_state and real_signs:
             seen = tf.cast(tf.shape(real)[0], tf.float32)
             step = self.updater.step

@@ -24,13 +24,16 @@ resumed run decides as an uninterrupted one.
 is a class and an entry of `_REGISTRY`.
 """
 
+import math
+
 import keras
 import tensorflow as tf
 
 from tf_fusedprop import forms as fp_forms
+from tf_fusedprop import replicas
 from tf_fusedprop._checks import Registry, positive_int
 
-__all__ = ["Auto", "Constant", "Periodic", "Schedule", "Warmup", "get", "simultaneous"]
+__all__ = ["SIGNALS", "Auto", "Constant", "Periodic", "Schedule", "Warmup", "get", "simultaneous"]
 
 
 class Schedule:
@@ -83,6 +86,11 @@ class Schedule:
         """In the train step: the probe's `stray` of G update `update` (an int64 tensor),
         `probed` 1.0 where it measured (0.0 elsewhere). A fixed schedule ignores it."""
         del stray, probed, update  # a body AutoGraph can convert (a docstring alone it cannot)
+
+    def observe_logs(self, form, logs, update):
+        """In the train step, after `form` trained G update `update` (an int64 tensor): the
+        step's logs (`d_loss`, `real_logit`, ...: this replica's). A fixed schedule ignores them."""
+        del form, logs, update
 
     def trained(self, form, updates):
         """In the train step, after `form` trained it: `updates` (an int64 tensor), the G
@@ -221,6 +229,10 @@ class Warmup(Schedule):
         """Passed on to `form` (an alternating warm start is not probed)."""
         self.form.observe(stray, probed, update)
 
+    def observe_logs(self, form, logs, update):
+        """Passed on to `form`."""
+        self.form.observe_logs(form, logs, update)
+
     def trained(self, form, updates):
         """`form`'s logs."""
         return self.form.trained(form, updates)
@@ -285,15 +297,37 @@ class Periodic(Schedule):
         return f"Periodic({self.form!r}, every={self.every}, other={self.other!r})"
 
 
-class Auto(Schedule):
-    """`form` (fused by default), alternating for a while whenever its updates stray little
-    from alternating ones.
+class _Signal:
+    """A reading `Auto` can follow: its words in the log, whether it needs the stray probe, and
+    on which side of the threshold a stall reads."""
 
-    It follows the stray probe (`tf_fusedprop.stray_probe`, `every` G updates apart, on
-    `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
+    def __init__(self, words, probe, stall_below):
+        self.words, self.probe, self.stall_below = words, probe, stall_below
+
+
+#: The readings `Auto` follows (`signal`), by name.
+SIGNALS = {
+    # ||g_alt - g_sim|| / ||g_sim|| (`tf_fusedprop.stray_probe`): D's update hardly moves G's
+    # gradient in a stall.
+    "stray": _Signal("stray", probe=True, stall_below=True),
+    # D's mean logit on the real samples minus on the generated ones, read from the step's
+    # logs at no cost: D far ahead of G in ring8's stalls (docs/quality.md).
+    "logit_gap": _Signal("logit gap", probe=False, stall_below=False),
+}
+
+
+class Auto(Schedule):
+    """`form` (fused by default), alternating for a while whenever a reading of its updates
+    says they stall.
+
+    By default it follows the stray probe (`tf_fusedprop.stray_probe`, `every` G updates apart,
+    on `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
     the next `hold` G updates are `other`'s (AltGD by default), after which `form` trains and is
     probed again; once `peak_windows` windows in a row have reached `peak`, it no longer
-    alternates. Why: on the tracked runs a low stray marked the updates that made no progress,
+    alternates. With `signal="logit_gap"` it reads instead, every `every` G updates of `form`, D's
+    mean logit on the batch's real samples minus on its generated ones (the step's own logs:
+    no probe, no cost), and alternates where the window's mean is *above* `threshold` (D far
+    ahead of G; `peak` does not apply). Why: on the tracked runs a low stray marked the updates that made no progress,
     and a high one those that made the most (docs/quality.md, "The stray probe"); before the
     players have learned from each other a low stray is a stall, which alternating escapes;
     after, it is a plateau, where alternating only costs time. One window at `peak` can be a
@@ -312,7 +346,8 @@ class Auto(Schedule):
       form: the form of most updates (a `Form`, a name of `forms.FORMS` or a `get_config()`
         dict); the probe measures its simultaneous updates (alternating alone is never probed,
         so it trains alone).
-      threshold: the mean stray below which the run alternates (> 0).
+      threshold: the mean stray below which the run alternates (> 0); with "logit_gap", the
+        mean gap above which it does (any finite number).
       every: G updates between probes.
       window: probes whose mean decides.
       hold: G updates of `other` after a decision to alternate.
@@ -320,10 +355,20 @@ class Auto(Schedule):
       peak_windows: the windows in a row at `peak` after which it no longer alternates (1: the
         first window at `peak`).
       other: the alternating form.
+      signal: the reading it follows, a name of `SIGNALS`: "stray" or "logit_gap".
     """
 
     def __init__(
-        self, form="fused", threshold=0.4, every=10, window=10, hold=100, peak=None, peak_windows=1, other="alternating"
+        self,
+        form="fused",
+        threshold=0.4,
+        every=10,
+        window=10,
+        hold=100,
+        peak=None,
+        peak_windows=1,
+        other="alternating",
+        signal="stray",
     ):
         self.form = _one_form("form", form, "Auto switches between two forms")
         self.other = _one_form("other", other, "Auto switches between two forms")
@@ -332,12 +377,20 @@ class Auto(Schedule):
                 "Auto alternates a simultaneous form (its updates are probed) with a form that updates one "
                 f"player at a time. Received: form={self.form.name!r}, other={self.other.name!r}"
             )
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 0:
-            raise ValueError(f"threshold must be a positive number. Received: threshold={threshold!r}")
+        if signal not in SIGNALS:
+            raise ValueError(f"Unknown signal for Auto; expected one of {sorted(SIGNALS)}. Received: signal={signal!r}")
+        number = not isinstance(threshold, bool) and isinstance(threshold, (int, float)) and math.isfinite(threshold)
+        if not number or (SIGNALS[signal].probe and not threshold > 0):
+            kind = "a positive number" if SIGNALS[signal].probe else "a finite number"
+            raise ValueError(f"threshold must be {kind}. Received: threshold={threshold!r}")
         self.threshold = float(threshold)
+        if peak is not None and not SIGNALS[signal].probe:
+            raise ValueError(f"peak follows the stray probe; signal={signal!r} takes none. Received: peak={peak!r}")
         if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float)) or not peak > threshold):
             raise ValueError(f"peak must be None or a number above threshold ({threshold!r}). Received: peak={peak!r}")
         self.peak = None if peak is None else float(peak)
+        self.signal = signal
+        self._signal = SIGNALS[signal]
         self.every = positive_int("every", every)
         self.window = positive_int("window", window)
         self.hold = positive_int("hold", hold)
@@ -349,8 +402,8 @@ class Auto(Schedule):
 
     @property
     def probe_every(self):
-        """`every`."""
-        return self.every
+        """`every` where it follows the stray probe, else None."""
+        return self.every if self._signal.probe else None
 
     def attach(self):
         """The state: the update at which the current alternating stretch ends, the probes'
@@ -374,16 +427,32 @@ class Auto(Schedule):
         return list(self._state.values())
 
     def observe(self, stray, probed, update):
-        """Adds a probe to the window; when it is full, decides (and starts a new window). A
-        probe that read no finite number (a loss-scaled step that overflowed) is left out."""
+        """Adds a probe to the window when it follows the probe (see `_read`)."""
+        if self._signal.probe:
+            self._read(stray, probed, update)
+
+    def observe_logs(self, form, logs, update):
+        """With `signal="logit_gap"`, on `form`'s updates `every` apart: D's logit gap, its
+        mean over the replicas, to the window (see `_read`)."""
+        if self._signal.probe or form is not self.form:
+            return
+        gap = tf.cast(logs["real_logit"], tf.float64) - tf.cast(logs["fake_logit"], tf.float64)
+        gap = replicas.summed(gap) / replicas.count()  # every replica decides alike
+        self._read(gap, tf.cast(tf.equal(update % self.every, 0), tf.float32), update)
+
+    def _read(self, value, counted, update):
+        """Adds a reading to the window (`counted` 1.0; 0.0 leaves it out); when the window is
+        full, decides (and starts a new window). A reading that is not a finite number (a
+        loss-scaled step that overflowed) is left out."""
         state = self._state
-        stray = tf.cast(stray, tf.float64)
-        probed = tf.logical_and(probed > 0, tf.math.is_finite(stray))
-        total = state["sum"] + tf.where(probed, stray, tf.constant(0.0, tf.float64))
-        count = state["count"] + tf.cast(probed, tf.int64)
+        value = tf.cast(value, tf.float64)
+        counted = tf.logical_and(counted > 0, tf.math.is_finite(value))
+        total = state["sum"] + tf.where(counted, value, tf.constant(0.0, tf.float64))
+        count = state["count"] + tf.cast(counted, tf.int64)
         full = count >= self.window
         mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
-        low = tf.logical_and(full, mean < self.threshold)
+        stalled = mean < self.threshold if self._signal.stall_below else mean > self.threshold
+        low = tf.logical_and(full, stalled)
         if self.peak is not None:  # a low stray after a sustained `peak` is a plateau
             at_peak = state["at_peak"]
             peaked = at_peak >= self.peak_windows
@@ -447,9 +516,10 @@ class Auto(Schedule):
             until = int(self._state["until"].numpy())
             if last is None:  # resumed inside a stretch
                 return f"G update {update}: {self.other.name} (resumed inside a stretch asked until G update {until})"
+            side, readings = ("<", "probes") if self._signal.stall_below else (">", "readings")
             return (
-                f"G update {update}: {self.form.name} -> {self.other.name} (mean stray {mean:.3f} < "
-                f"{self.threshold:g} over the last {self.window} probes)"
+                f"G update {update}: {self.form.name} -> {self.other.name} (mean {self._signal.words} "
+                f"{mean:.3f} {side} {self.threshold:g} over the last {self.window} {readings})"
             )
         return f"G update {update}: {self.other.name} -> {self.form.name} (probing again)"
 
@@ -465,12 +535,14 @@ class Auto(Schedule):
             "peak": self.peak,
             "peak_windows": self.peak_windows,
             "other": self.other.get_config(),
+            "signal": self.signal,
         }
 
     def __repr__(self):
         return (
             f"Auto({self.form!r}, threshold={self.threshold:g}, every={self.every}, window={self.window}, "
-            f"hold={self.hold}, peak={self.peak}, peak_windows={self.peak_windows}, other={self.other!r})"
+            f"hold={self.hold}, peak={self.peak}, peak_windows={self.peak_windows}, other={self.other!r}, "
+            f"signal={self.signal!r})"
         )
 
 

@@ -85,6 +85,10 @@ STABILIZERS = {
         "warmup": 0,
         "alternate_every": 0,
     },
+    # Auto on D's logit gap instead of the probe: alternating 100 updates after each 10 readings
+    # (100 updates) whose mean gap (real - fake) is above 4 (ring8's stalls read 4.5-8.5, its
+    # other runs at most 3.2: docs/quality.md, "D's logit gap").
+    "auto_gap": {"auto.threshold": 4.0, "auto.signal": "logit_gap", "warmup": 0, "alternate_every": 0},
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

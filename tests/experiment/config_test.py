@@ -325,7 +325,15 @@ class WarmupTest(tu.TestCase):
                 "checkpoint_minutes": 10,
                 "adaptive_augment": {"target": None, "interval": 4, "ramp_images": 500_000, "held_out": 0},  # whole
                 "probe": {"every": 0},  # a run recorded before the stray probe measured nothing
-                "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100, "peak": None, "peak_windows": 1},
+                "auto": {
+                    "threshold": 0.0,
+                    "every": 10,
+                    "window": 10,
+                    "hold": 100,
+                    "peak": None,
+                    "peak_windows": 1,
+                    "signal": "stray",
+                },
             },
         )
         self.assertEqual(recorded, {"form": "fused", "ema": {"decay": 0.99, "start": 0}})  # left as it was

@@ -52,7 +52,15 @@ class PlanTest(tu.TestCase):
         config.update(warmup=4, steps_per_execution=5)
         config.auto.update(threshold=0.4, hold=50)
         plan = training_plan.plan(config)
-        auto = {"threshold": 0.4, "every": 10, "window": 10, "hold": 50, "peak": None, "peak_windows": 1}
+        auto = {
+            "threshold": 0.4,
+            "every": 10,
+            "window": 10,
+            "hold": 50,
+            "peak": None,
+            "peak_windows": 1,
+            "signal": "stray",
+        }
         self.assertEqual(plan.fields["auto"], auto)
         self.assertEqual(plan.schedule.form.get_config(), fp.schedules.Auto("fused", **auto).get_config())
         self.assertEqual(plan.fitted_steps_per_execution(steps_per_epoch=20, wanted=5), 4)  # the warm start's
@@ -69,7 +77,7 @@ class PlanTest(tu.TestCase):
         # An Auto run recorded before `peak_windows` existed stopped at its first window at peak.
         auto = {"threshold": 0.45, "every": 10, "window": 10, "hold": 100, "peak": 0.7}
         plan = training_plan.plan({"form": "fused", "n_dis": 1, "g_lr": 2e-4, "auto": auto})
-        self.assertEqual(plan.fields["auto"], {**auto, "peak_windows": 1})
+        self.assertEqual(plan.fields["auto"], {**auto, "peak_windows": 1, "signal": "stray"})
         self.assertEqual(plan.schedule.peak_windows, 1)
 
 

@@ -346,7 +346,7 @@ def _whole_executions(config):
     )
     probe = config.probe.every if "probe" in config else 0
     require(
-        not auto["threshold"] or probe in (0, auto["every"]),
+        not auto["threshold"] or auto["signal"] != "stray" or probe in (0, auto["every"]),
         f"config.auto.threshold follows its own probe every config.auto.every={auto['every']} G updates; "
         f"config.probe.every must be 0 or {auto['every']}; received {probe}.",
     )

@@ -27,7 +27,15 @@ SCHEDULING_FIELDS = {
     "warmup": 0,
     "alternate_every": 0,
     "warmup_g_lr_scale": 1.0,
-    "auto": {"threshold": 0.0, "every": 10, "window": 10, "hold": 100, "peak": None, "peak_windows": 1},
+    "auto": {
+        "threshold": 0.0,
+        "every": 10,
+        "window": 10,
+        "hold": 100,
+        "peak": None,
+        "peak_windows": 1,
+        "signal": "stray",
+    },
 }
 
 

@@ -129,7 +129,6 @@ class ScheduleTest(tu.TestCase):
             return {"real_logit": tf.constant(real), "fake_logit": tf.constant(fake), "d_loss": tf.constant(1.0)}
 
         auto.observe(tf.constant(100.0), tf.constant(1.0), tf.constant(0, tf.int64))  # a user's probe: not read
-        auto.observe_logs(auto.other, logs(9.0, -9.0), tf.constant(0, tf.int64))  # alternating's updates: not read
         auto.observe_logs(auto.form, logs(2.0, -1.0), tf.constant(0, tf.int64))  # gap 3
         auto.observe_logs(auto.form, logs(9.0, -9.0), tf.constant(1, tf.int64))  # not every 2nd: not read
         self.assertEqual(int(state["count"].numpy()), 1)
@@ -138,9 +137,12 @@ class ScheduleTest(tu.TestCase):
         self.assertEqual(
             auto.switch_note(3), "G update 3: fused -> alternating (mean logit gap 4.250 > 4 over the last 2 readings)"
         )
+        for update in (4, 6):  # alternating's updates are read: D still far ahead, the stretch goes on
+            auto.observe_logs(auto.other, logs(5.0, -1.0), tf.constant(update, tf.int64))
+        self.assertEqual(int(state["until"].numpy()), 17)
         for update, (real, fake) in ((14, (2.0, -1.0)), (16, (2.5, -1.0))):  # mean 3.25: not above
             auto.observe_logs(auto.form, logs(real, fake), tf.constant(update, tf.int64))
-        self.assertEqual(int(state["until"].numpy()), 13)
+        self.assertEqual(int(state["until"].numpy()), 17)
         again = schedules.get(auto.get_config())
         self.assertEqual((again.signal, again.probe_every), ("logit_gap", None))
 

@@ -324,10 +324,10 @@ class Auto(Schedule):
     on `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
     the next `hold` G updates are `other`'s (AltGD by default), after which `form` trains and is
     probed again; once `peak_windows` windows in a row have reached `peak`, it no longer
-    alternates. With `signal="logit_gap"` it reads instead, every `every` G updates of `form`, D's
-    mean logit on the batch's real samples minus on its generated ones (the step's own logs:
-    no probe, no cost), and alternates where the window's mean is *above* `threshold` (D far
-    ahead of G; `peak` does not apply). Why: on the tracked runs a low stray marked the updates that made no progress,
+    alternates. With `signal="logit_gap"` it reads instead, every `every` G updates (of either
+    form), D's mean logit on the batch's real samples minus on its generated ones (the step's
+    own logs: no probe, no cost), and alternates where the window's mean is *above* `threshold`
+    (D far ahead of G; `peak` does not apply): a stretch is extended while D stays ahead. Why: on the tracked runs a low stray marked the updates that made no progress,
     and a high one those that made the most (docs/quality.md, "The stray probe"); before the
     players have learned from each other a low stray is a stall, which alternating escapes;
     after, it is a plateau, where alternating only costs time. One window at `peak` can be a
@@ -432,9 +432,11 @@ class Auto(Schedule):
             self._read(stray, probed, update)
 
     def observe_logs(self, form, logs, update):
-        """With `signal="logit_gap"`, on `form`'s updates `every` apart: D's logit gap, its
-        mean over the replicas, to the window (see `_read`)."""
-        if self._signal.probe or form is not self.form:
+        """With `signal="logit_gap"`, every `every`-th G update, whichever form trained it: D's
+        logit gap, its mean over the replicas, to the window (see `_read`). Alternating's updates
+        are read too, so a stretch goes on while D stays far ahead."""
+        del form  # every form's step logs D's logits
+        if self._signal.probe:
             return
         gap = tf.cast(logs["real_logit"], tf.float64) - tf.cast(logs["fake_logit"], tf.float64)
         gap = replicas.summed(gap) / replicas.count()  # every replica decides alike

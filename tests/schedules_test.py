@@ -146,6 +146,21 @@ class ScheduleTest(tu.TestCase):
         again = schedules.get(auto.get_config())
         self.assertEqual((again.signal, again.probe_every), ("logit_gap", None))
 
+    def test_auto_on_d_logit_gap_stops_for_good_once_a_window_reads_peak_or_less(self):
+        auto = schedules.Auto("fused", threshold=4.0, every=1, window=1, hold=10, peak=2.0, signal="logit_gap")
+        auto.attach()
+        self.assertIsNone(auto.switch_note(0))
+        for update, gap in ((0, 5.0), (1, 3.0)):  # D far ahead: alternates; 3 is not settled yet
+            auto.observe_logs(auto.form, {"real_logit": tf.constant(gap), "fake_logit": tf.constant(0.0)}, update)
+        self.assertEqual((int(auto._state["until"].numpy()), int(auto._state["at_peak"].numpy())), (11, 0))
+        auto.observe_logs(auto.other, {"real_logit": tf.constant(1.5), "fake_logit": tf.constant(0.0)}, 2)
+        self.assertEqual(int(auto._state["until"].numpy()), 3)  # settled inside the stretch: it ends there
+        self.assertEqual(
+            auto.switch_note(3), "G update 3: fused from here on (1 window in a row of mean logit gap <= 2)"
+        )
+        auto.observe_logs(auto.form, {"real_logit": tf.constant(9.0), "fake_logit": tf.constant(0.0)}, 20)
+        self.assertEqual(int(auto._state["until"].numpy()), 3)  # a late rise: D sharpening, not a stall
+
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
         auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
         auto.attach()
@@ -195,7 +210,7 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Auto("fused", hold=0), "hold must be a positive integer"),
         (lambda: schedules.Auto("fused", peak=0.7, peak_windows=0), "peak_windows must be a positive integer"),
         (lambda: schedules.Auto("fused", signal="loss"), r"Unknown signal for Auto; .* Received: signal='loss'"),
-        (lambda: schedules.Auto("fused", peak=5.0, signal="logit_gap"), "peak follows the stray probe"),
+        (lambda: schedules.Auto("fused", threshold=4.0, peak=5.0, signal="logit_gap"), "peak must be .* below thresh"),
         (lambda: schedules.Auto("fused", threshold=float("nan"), signal="logit_gap"), "threshold must be a finite"),
         (lambda: schedules.Auto("fused", threshold=0.5, peak=0.5), r"peak must be None or a number above threshold"),
         (lambda: schedules.Auto("alternating"), "Auto alternates a simultaneous form .* Received: form='alternating'"),

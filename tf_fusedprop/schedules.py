@@ -14,7 +14,7 @@ resumed on either side of a switch trains as an uninterrupted one.
 | `Constant(form)` | `form`, always (what a plain form means to `FusedPropGAN`) |
 | `Warmup(form, updates, start)` | `start` (AltGD) while `u < updates`, then what `form` says |
 | `Periodic(form, every, other)` | `other` (AltGD) when `(u + 1) % every == 0`, else `form` |
-| `Auto(form, threshold, every, window, hold, peak, other)` | `form`, and `other` (AltGD) for `hold` updates after each `window` probes whose mean stray is below `threshold`, until a window's mean has reached `peak` |
+| `Auto(form, threshold, every, window, hold, peak, peak_windows, other, signal)` | `form`, and `other` (AltGD) for `hold` updates after each `window` readings whose mean says a stall (the stray probe's below `threshold`, or D's logit gap above it), until `peak_windows` windows in a row have read `peak` (the other side) |
 
 `Auto`'s switch depends on what the run measures (`tf_fusedprop.stray_probe`): its state (`attach`) is a few variables that the train
 step updates (`observe`, `trained`) and `fit` reads between calls, saved with the model, so a
@@ -323,15 +323,18 @@ class Auto(Schedule):
     By default it follows the stray probe (`tf_fusedprop.stray_probe`, `every` G updates apart,
     on `form`'s updates): after each `window` probes, if their mean `stray` is below `threshold`,
     the next `hold` G updates are `other`'s (AltGD by default), after which `form` trains and is
-    probed again; once `peak_windows` windows in a row have reached `peak`, it no longer
-    alternates. With `signal="logit_gap"` it reads instead, every `every` G updates (of either
-    form), D's mean logit on the batch's real samples minus on its generated ones (the step's
-    own logs: no probe, no cost), and alternates where the window's mean is *above* `threshold`
-    (D far ahead of G; `peak` does not apply): a stretch is extended while D stays ahead. Why: on the tracked runs a low stray marked the updates that made no progress,
+    probed again; once `peak_windows` windows in a row have reached `peak` (>= it), it no longer
+    alternates. Why: on the tracked runs a low stray marked the updates that made no progress,
     and a high one those that made the most (docs/quality.md, "The stray probe"); before the
     players have learned from each other a low stray is a stall, which alternating escapes;
-    after, it is a plateau, where alternating only costs time. One window at `peak` can be a
-    blip inside a stall (ring8, docs/quality.md): `peak_windows` asks for a sustained one.
+    after, it is a plateau, where alternating only costs time.
+
+    With `signal="logit_gap"` it reads instead, every `every` G updates (of either form), D's
+    mean logit on the batch's real samples minus its mean on the generated ones (the step's own
+    logs: no probe, no cost), and alternates where a window's mean is *above* `threshold` (D far
+    ahead of G, ring8's stalls); alternating's updates are read too, so a stretch goes on while
+    D stays ahead; `peak` is then a gap *below* `threshold` (<= it): D no longer ahead, after
+    which a rising gap is D sharpening late in the run (grid25), not a stall.
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it (update u: it ends before update
@@ -351,7 +354,8 @@ class Auto(Schedule):
       every: G updates between probes.
       window: probes whose mean decides.
       hold: G updates of `other` after a decision to alternate.
-      peak: the window mean from which on it no longer alternates; None: it always may.
+      peak: the window mean from which on it no longer alternates (the stray: >= peak, above
+        `threshold`; the logit gap: <= peak, below it); None: it always may.
       peak_windows: the windows in a row at `peak` after which it no longer alternates (1: the
         first window at `peak`).
       other: the alternating form.
@@ -384,10 +388,14 @@ class Auto(Schedule):
             kind = "a positive number" if SIGNALS[signal].probe else "a finite number"
             raise ValueError(f"threshold must be {kind}. Received: threshold={threshold!r}")
         self.threshold = float(threshold)
-        if peak is not None and not SIGNALS[signal].probe:
-            raise ValueError(f"peak follows the stray probe; signal={signal!r} takes none. Received: peak={peak!r}")
-        if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float)) or not peak > threshold):
-            raise ValueError(f"peak must be None or a number above threshold ({threshold!r}). Received: peak={peak!r}")
+        below = SIGNALS[signal].stall_below
+        if peak is not None and (
+            isinstance(peak, bool)
+            or not isinstance(peak, (int, float))
+            or not (peak > threshold if below else peak < threshold)
+        ):
+            side = "above" if below else "below"
+            raise ValueError(f"peak must be None or a number {side} threshold ({threshold!r}). Received: peak={peak!r}")
         self.peak = None if peak is None else float(peak)
         self.signal = signal
         self._signal = SIGNALS[signal]
@@ -455,13 +463,19 @@ class Auto(Schedule):
         mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
         stalled = mean < self.threshold if self._signal.stall_below else mean > self.threshold
         low = tf.logical_and(full, stalled)
-        if self.peak is not None:  # a low stray after a sustained `peak` is a plateau
+        update = tf.cast(update, tf.int64)
+        until = tf.where(low, update + 1 + self.hold, state["until"])
+        if self.peak is not None:  # a stall's reading after a sustained `peak` is a plateau
             at_peak = state["at_peak"]
             peaked = at_peak >= self.peak_windows
             low = tf.logical_and(low, tf.logical_not(peaked))
-            in_a_row = tf.where(mean >= self.peak, at_peak + 1, tf.zeros_like(at_peak))
+            until = tf.where(peaked, state["until"], until)
+            reached = mean >= self.peak if self._signal.stall_below else mean <= self.peak
+            in_a_row = tf.where(reached, at_peak + 1, tf.zeros_like(at_peak))
             at_peak.assign(tf.where(tf.logical_and(full, tf.logical_not(peaked)), in_a_row, at_peak))
-        state["until"].assign(tf.where(low, tf.cast(update, tf.int64) + 1 + self.hold, state["until"]))
+            # Read inside a stretch (the logit gap), a sustained `peak` also ends it.
+            until = tf.where(at_peak >= self.peak_windows, tf.minimum(until, update + 1), until)
+        state["until"].assign(until)
         state["asked"].assign(tf.where(low, mean, state["asked"]))
         state["mean"].assign(tf.where(full, mean, state["mean"]))
         state["sum"].assign(tf.where(full, tf.constant(0.0, tf.float64), total))
@@ -509,7 +523,8 @@ class Auto(Schedule):
         if stopped:
             return (
                 f"G update {update}: {self.form.name} from here on ({self.peak_windows} window"
-                f"{'s' if self.peak_windows > 1 else ''} in a row of mean stray >= {self.peak:g})"
+                f"{'s' if self.peak_windows > 1 else ''} in a row of mean {self._signal.words} "
+                f"{'>=' if self._signal.stall_below else '<='} {self.peak:g})"
             )
         if form is last or (last is None and form is self.form):
             return None

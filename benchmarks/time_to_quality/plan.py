@@ -89,6 +89,15 @@ STABILIZERS = {
     # (100 updates) whose mean gap (real - fake) is above 4 (ring8's stalls read 4.5-8.5, its
     # other runs at most 3.2: docs/quality.md, "D's logit gap").
     "auto_gap": {"auto.threshold": 4.0, "auto.signal": "logit_gap", "warmup": 0, "alternate_every": 0},
+    # The same, acting on the early phase only: once a window's gap is 2 or less (alternating's
+    # range on ring8), it no longer alternates (grid25's gap rises past 4 late in the run).
+    "auto_gap_settled": {
+        "auto.threshold": 4.0,
+        "auto.signal": "logit_gap",
+        "auto.peak": 2.0,
+        "warmup": 0,
+        "alternate_every": 0,
+    },
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

@@ -140,6 +140,9 @@ class ScheduleTest(tu.TestCase):
         for update in (4, 6):  # alternating's updates are read: D still far ahead, the stretch goes on
             auto.observe_logs(auto.other, logs(5.0, -1.0), tf.constant(update, tf.int64))
         self.assertEqual(int(state["until"].numpy()), 17)
+        self.assertEqual(
+            (auto.switch_note(16), auto.switch_note(17)), (None, "G update 17: alternating -> fused (reading on)")
+        )
         for update, (real, fake) in ((14, (2.0, -1.0)), (16, (2.5, -1.0))):  # mean 3.25: not above
             auto.observe_logs(auto.form, logs(real, fake), tf.constant(update, tf.int64))
         self.assertEqual(int(state["until"].numpy()), 17)

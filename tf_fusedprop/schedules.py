@@ -538,7 +538,8 @@ class Auto(Schedule):
                 f"G update {update}: {self.form.name} -> {self.other.name} (mean {self._signal.words} "
                 f"{mean:.3f} {side} {self.threshold:g} over the last {self.window} {readings})"
             )
-        return f"G update {update}: {self.other.name} -> {self.form.name} (probing again)"
+        again = "probing again" if self._signal.probe else "reading on"
+        return f"G update {update}: {self.other.name} -> {self.form.name} ({again})"
 
     def get_config(self):
         """The schedule as plain values (`get` rebuilds it)."""

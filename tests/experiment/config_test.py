@@ -280,6 +280,13 @@ class WarmupTest(tu.TestCase):
             fp_config.ConfigError, r"^invalid config.warmup, config.alternate_every, config.auto: updates"
         ):
             fp_config.gan_arguments(config)
+        config.warmup = 0
+        config.auto.update(threshold=4.0, signal="loss")  # Auto's own values: the error names config.auto alone
+        with self.assertRaisesRegex(fp_config.ConfigError, r"^invalid config.auto: Unknown signal for Auto; .*'loss'$"):
+            fp_config.gan_arguments(config)
+        config.auto.update(signal="logit_gap", peak=5.0)
+        with self.assertRaisesRegex(fp_config.ConfigError, r"^invalid config.auto: peak must be .* below threshold"):
+            fp_config.gan_arguments(config)
 
     def test_auto_holds_at_least_a_call_and_follows_its_own_probe(self):
         config = tu.tiny_config("ring8")

@@ -19,6 +19,7 @@ import json
 from tf_fusedprop import forms as fp_forms
 from tf_fusedprop import losses as fp_losses
 from tf_fusedprop import networks as fp_networks
+from tf_fusedprop import schedules
 from tf_fusedprop._checks import positive_int
 from tf_fusedprop.augment import DiffAugment
 from tf_fusedprop.ema import EMA
@@ -122,6 +123,7 @@ def gan_arguments(config):
         (("loss",), lambda: {"loss": fp_losses.get(config.loss).name}),
         (("form",), lambda: {"form": fp_forms.get(config.form)}),  # an unknown name blames config.form alone
         (("form", "n_dis"), lambda: {"form": fp_forms.get(config.form, n_dis=config.n_dis)}),
+        (("auto",), lambda: _checked_auto(config)),  # its own values first: an error names it alone
         (("warmup", "alternate_every", "auto"), lambda: {"form": training_plan.plan(config).form}),
         (("loss", "form"), lambda: _supported_pair(config)),
         (("iter_size",), lambda: {"iter_size": positive_int("iter_size", config.iter_size)}),
@@ -247,6 +249,15 @@ def _lookahead(config):
     """`Lookahead(every, alpha)` where `lookahead_applies` to the config's form, else None."""
     settings = {key: value for key, value in dict(config.lookahead).items() if key != "forms"}
     return _feature(Lookahead, settings, "every", 1, applies=lookahead_applies(config.form, dict(config.lookahead)))
+
+
+def _checked_auto(config):
+    """Nothing, once `schedules.Auto` has taken `config.auto` on its own (when on: threshold not
+    0), as it would schedule fused (alternating ignores it, but it is checked all the same)."""
+    auto = config.auto.to_dict()
+    if auto["threshold"] or not isinstance(auto["threshold"], (int, float)):
+        schedules.Auto("fused", **auto)
+    return {}
 
 
 def _supported_pair(config):

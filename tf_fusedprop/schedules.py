@@ -311,7 +311,7 @@ SIGNALS = {
     # gradient in a stall.
     "stray": _Signal("stray", probe=True, stall_below=True),
     # D's mean logit on the real samples minus on the generated ones, read from the step's
-    # logs at no cost: D far ahead of G in ring8's stalls (docs/quality.md).
+    # logs without a probe: D far ahead of G in ring8's stalls (docs/quality.md).
     "logit_gap": _Signal("logit gap", probe=False, stall_below=False),
 }
 
@@ -331,7 +331,7 @@ class Auto(Schedule):
 
     With `signal="logit_gap"` it reads instead, every `every` G updates (of either form), D's
     mean logit on the batch's real samples minus its mean on the generated ones (the step's own
-    logs: no probe, no cost), and alternates where a window's mean is *above* `threshold` (D far
+    logs: no probe), and alternates where a window's mean is *above* `threshold` (D far
     ahead of G, ring8's stalls); alternating's updates are read too, so a stretch goes on while
     D stays ahead; `peak` is then a gap *below* `threshold` (<= it): D no longer ahead, after
     which a rising gap is D sharpening late in the run (grid25), not a stall.

@@ -136,8 +136,8 @@ class Evaluation(keras.callbacks.Callback):
         sample grids and checkpoints excluded), `metrics` (plain numbers), and `finite`
         (False once a loss of an epoch so far was not finite, or the model's `divergence()`
         recorded a non-finite update); the epoch's `RECORDED_SIGNALS` the model logged
-        (the epoch's mean losses and logits, None where not finite; `augment_p` of an adaptive augmentation, `stray` and `stray_cosine` of a probe,
-        `alternated` of an `Auto` schedule).
+        (the epoch's mean losses and logits, None where not finite; `augment_p` of an adaptive
+        augmentation, `stray` and `stray_cosine` of a probe, `alternated` of an `Auto` schedule).
     """
 
     def __init__(self, evaluate, every=1, throughput=None):

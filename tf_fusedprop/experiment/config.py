@@ -255,7 +255,7 @@ def _checked_auto(config):
     """Nothing, once `schedules.Auto` has taken `config.auto` on its own (when on: threshold not
     0), as it would schedule fused (alternating ignores it, but it is checked all the same)."""
     auto = config.auto.to_dict()
-    if auto["threshold"] or not isinstance(auto["threshold"], (int, float)):
+    if training_plan.auto_on(auto):
         schedules.Auto("fused", **auto)
     return {}
 

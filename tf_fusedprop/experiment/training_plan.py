@@ -20,7 +20,7 @@ import keras
 from tf_fusedprop import forms as fp_forms
 from tf_fusedprop import schedules
 
-__all__ = ["SCHEDULING_FIELDS", "TrainingPlan", "plan"]
+__all__ = ["SCHEDULING_FIELDS", "TrainingPlan", "auto_on", "plan"]
 
 #: The config fields that schedule the form, with the values that schedule nothing.
 SCHEDULING_FIELDS = {
@@ -101,6 +101,12 @@ def _value(config, key):
     return {**SCHEDULING_FIELDS["auto"], **dict(value)} if key == "auto" else value
 
 
+def auto_on(auto):
+    """Whether an `auto` sub-dict schedules `Auto`: threshold 0 is off; anything else is on (and
+    checked by `schedules.Auto`)."""
+    return bool(auto["threshold"]) or not isinstance(auto["threshold"], (int, float))
+
+
 def plan(config):
     """The `TrainingPlan` of a config (a `ConfigDict` or its JSON values; a scheduling field it
     lacks reads as scheduling nothing).
@@ -116,7 +122,7 @@ def plan(config):
     schedule = schedules.Constant(form)
     if every:
         schedule = schedules.Periodic(form, every=every, other=alternating)
-    if auto["threshold"] or not isinstance(auto["threshold"], (int, float)):  # 0 is off; anything else is checked
+    if auto_on(auto):
         if every:
             raise ValueError("alternate_every and auto.threshold are two schedules of alternating updates: set one.")
         # Checked as for a simultaneous form; alternating (returned below) ignores it.
@@ -128,6 +134,6 @@ def plan(config):
     if isinstance(form, fp_forms.Alternating):  # alternating mixed with alternating is alternating
         return TrainingPlan(schedules.Constant(form), g_lr, g_lr, copy.deepcopy(SCHEDULING_FIELDS))
     scale = _value(config, "warmup_g_lr_scale") if warmup else SCHEDULING_FIELDS["warmup_g_lr_scale"]
-    auto = auto if auto["threshold"] else dict(SCHEDULING_FIELDS["auto"])
+    auto = auto if auto_on(auto) else dict(SCHEDULING_FIELDS["auto"])
     fields = {"warmup": warmup, "alternate_every": every, "warmup_g_lr_scale": scale, "auto": auto}
     return TrainingPlan(schedule, g_lr, g_lr * scale, fields)

@@ -6,10 +6,13 @@ import io
 import os
 import re
 import sys
+from unittest import mock
 
 from absl import app
 
+import tf_fusedprop as fp
 from tests import testing_utils as tu
+from tf_fusedprop.experiment import train_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The benchmark scripts import their sibling `machine` as a top-level module, as when run.
@@ -27,10 +30,16 @@ class FitCallsTest(tu.TestCase):
             "--config.discriminator.hidden_layers=1",
         ]
         argv += ["--every=2", "--calls=4", "--updates=4", "--rounds=2"]
-        with contextlib.redirect_stdout(out):
+        gans, build_gan = [], train_lib.build_gan
+
+        def built(*args, **kwargs):
+            gans.append(build_gan(*args, **kwargs))
+            return gans[-1]
+
+        with contextlib.redirect_stdout(out), mock.patch.object(train_lib, "build_gan", built):
             result = fit_calls.run(argv)
         printed = out.getvalue()
-        names = ["fused x 4", "alternating x 4", "fused x 1", "periodic x 1", "periodic x 4"]
+        names = ["fused x 4", "alternating x 4", "fused x 1", "periodic x 1", "periodic x 4", "fused+gap x 4"]
         self.assertEqual(list(result), names)
         for name in names:
             self.assertRegex(printed, rf"\n{re.escape(name)} +\d+\.\d{{3}} ms \(rounds: \d+\.\d{{3}} \d+\.\d{{3}}\)\n")
@@ -39,6 +48,20 @@ class FitCallsTest(tu.TestCase):
         modelled = (result["fused x 4"] + result["alternating x 4"]) / 2
         self.assertIn(f"periodic x 4 / modelled: {result['periodic x 4'] / modelled:.3f}\n", printed)
         self.assertIn(f"periodic x 1 / periodic x 4: {result['periodic x 1'] / result['periodic x 4']:.3f}\n", printed)
+        self.assertIn(f"fused+gap x 4 / fused x 4: {result['fused+gap x 4'] / result['fused x 4']:.3f}\n", printed)
+        # The last row read the gap on each of its 16 updates (8 traced, 8 timed) and never alternated.
+        self.assertEqual([isinstance(gan.schedule, fp.schedules.Auto) for gan in gans], [False] * 5 + [True])
+        auto = gans[-1].schedule
+        self.assertEqual((auto.signal, auto.every, auto.window), ("logit_gap", 1, 10))
+        self.assertEqual(int(auto._state["alternated"].numpy()), 0)
+        self.assertNotEqual(float(auto._state["mean"].numpy()), 0.0)  # a window of readings decided
+
+    def test_the_clock_reads_from_the_start_of_training_to_its_end(self):
+        clock = fit_calls.FitClock()
+        with mock.patch.object(fit_calls.time, "perf_counter", side_effect=[10.0, 12.5]):
+            clock.on_train_begin()
+            clock.on_train_end()
+        self.assertEqual(clock.seconds, 2.5)
 
     def test_bad_flags_are_usage_errors(self):
         for argv, message in (

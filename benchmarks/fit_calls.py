@@ -56,7 +56,8 @@ def define_flags(values=flags.FLAGS, argv=None):
 
 #: `config.auto` of the `form+gap` row: `Auto` on D's logit gap, read on every update (its
 #: highest rate), a decision every 10 readings, a threshold no gap reaches: what the reading
-#: costs, without the alternating updates it would ask for.
+#: costs, without the alternating updates it would ask for (`hold`, which must cover a call,
+#: is `--calls`).
 GAP_READING = {"signal": "logit_gap", "threshold": 1e9, "every": 1, "window": 10}
 
 
@@ -69,7 +70,7 @@ def rows(values):
         (f"{values.form} x 1", values.form, 0, 1, None),
         ("periodic x 1", values.form, values.every, 1, None),
         (f"periodic x {values.calls}", values.form, values.every, values.calls, None),
-        (f"{values.form}+gap x {values.calls}", values.form, 0, values.calls, GAP_READING),
+        (f"{values.form}+gap x {values.calls}", values.form, 0, values.calls, {**GAP_READING, "hold": values.calls}),
     ]
 
 

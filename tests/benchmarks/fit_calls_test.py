@@ -52,7 +52,7 @@ class FitCallsTest(tu.TestCase):
         # The last row read the gap on each of its 16 updates (8 traced, 8 timed) and never alternated.
         self.assertEqual([isinstance(gan.schedule, fp.schedules.Auto) for gan in gans], [False] * 5 + [True])
         auto = gans[-1].schedule
-        self.assertEqual((auto.signal, auto.every, auto.window), ("logit_gap", 1, 10))
+        self.assertEqual((auto.signal, auto.every, auto.window, auto.hold), ("logit_gap", 1, 10, 4))  # hold: a call
         self.assertEqual(int(auto._state["alternated"].numpy()), 0)
         self.assertNotEqual(float(auto._state["mean"].numpy()), 0.0)  # a window of readings decided
 

@@ -10,7 +10,7 @@ Each row is the GAN that `train.py` builds from the config (`train_lib.build_gan
 timed) for `--updates` G updates a round, every row once a round in
 interleaved rounds after an untimed fit that traces it (the median over rounds is shown, the
 rounds beside it; Keras's `fit` with no callbacks but the clock's, what a call costs included).
-The clock runs from the start of `fit`'s training to its end (`FitClock`), not around the `fit`
+The clock is the epoch time `train.py` reports (`callbacks.Throughput`), not one around the `fit`
 call: a `fit` ends by deleting its dataset iterator, which waits for tf.data's autotuning thread
 to wake (it sleeps 10 ms, then 20, 40... from the iterator's start: measured here, `fit`s of
 ~1.8 s of training returned after 2.548 s or 5.108 s), a cost of each `fit` call, which a run
@@ -32,7 +32,6 @@ its flags.
 """
 
 import statistics
-import time
 
 import keras
 import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the project first on sys.path)
@@ -74,23 +73,12 @@ def rows(values):
     ]
 
 
-class FitClock(keras.callbacks.Callback):
-    """Seconds from the start of `fit`'s training to its end (`seconds`), the iterator's setup
-    and deletion left out."""
-
-    def on_train_begin(self, logs=None):
-        self.start = time.perf_counter()
-
-    def on_train_end(self, logs=None):
-        self.seconds = time.perf_counter() - self.start
-
-
 def fitter(config, data, form, every, calls, updates, auto=None):
-    """`fit_once()`: the seconds `FitClock` reads of a `fit` of the GAN train.py builds from
-    `config` with `form` (a periodic mix with `every` > 0; under `Auto` with `auto`, fields of
-    `config.auto`) for `updates` G updates in calls of `calls`, on `config`'s pipeline; traced by
-    a first untimed fit here."""
-    from tf_fusedprop.experiment import train_lib
+    """`fit_once()`: the epoch time (`callbacks.Throughput`) of a `fit` of the GAN train.py
+    builds from `config` with `form` (a periodic mix with `every` > 0; under `Auto` with `auto`,
+    fields of `config.auto`) for `updates` G updates in calls of `calls`, on `config`'s pipeline;
+    traced by a first untimed fit here."""
+    from tf_fusedprop.experiment import callbacks, train_lib
 
     config = config.copy_and_resolve_references()
     config.update(form=form, warmup=0, alternate_every=every, steps_per_execution=calls)
@@ -102,7 +90,7 @@ def fitter(config, data, form, every, calls, updates, auto=None):
     pipeline = data.pipeline(config.seed).take(8).cache().repeat()
 
     def fit_once(steps=updates):
-        clock = FitClock()
+        clock = callbacks.Throughput()
         gan.fit(pipeline, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False, callbacks=[clock])
         return clock.seconds
 

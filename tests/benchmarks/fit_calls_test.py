@@ -56,13 +56,6 @@ class FitCallsTest(tu.TestCase):
         self.assertEqual(int(auto._state["alternated"].numpy()), 0)
         self.assertNotEqual(float(auto._state["mean"].numpy()), 0.0)  # a window of readings decided
 
-    def test_the_clock_reads_from_the_start_of_training_to_its_end(self):
-        clock = fit_calls.FitClock()
-        with mock.patch.object(fit_calls.time, "perf_counter", side_effect=[10.0, 12.5]):
-            clock.on_train_begin()
-            clock.on_train_end()
-        self.assertEqual(clock.seconds, 2.5)
-
     def test_bad_flags_are_usage_errors(self):
         for argv, message in (
             ([], "--config is required"),

@@ -35,8 +35,8 @@ def build(form, plugins="plain", iter_size=1, steps_per_execution=1, batch_norm=
         generator, discriminator = tu.tiny_generator(batch_norm=batch_norm), tu.tiny_discriminator()
     gan = fp.FusedPropGAN(generator, discriminator, form=form, iter_size=iter_size, seed=7, **arguments)
     gan.compile(
-        d_optimizer=keras.optimizers.Adam(1e-2),
-        g_optimizer=keras.optimizers.Adam(1e-2),
+        d_optimizer=fp.optimizers.Adam(1e-2),
+        g_optimizer=fp.optimizers.Adam(1e-2),
         steps_per_execution=steps_per_execution,
     )
     return gan
@@ -179,8 +179,8 @@ class PeriodicTest(tu.TestCase):
         runs = []
         for steps_per_execution in (1, 4):
             gan = fp.FusedPropGAN(*mixed_float16_pair(0.0), form=fp.schedules.Periodic("fused", every=2), seed=7)
-            scaled = [keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2), initial_scale=2.0**24)]
-            scaled.append(keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2), initial_scale=2.0**24))
+            scaled = [keras.optimizers.LossScaleOptimizer(fp.optimizers.Adam(1e-2), initial_scale=2.0**24)]
+            scaled.append(keras.optimizers.LossScaleOptimizer(fp.optimizers.Adam(1e-2), initial_scale=2.0**24))
             gan.compile(d_optimizer=scaled[0], g_optimizer=scaled[1], steps_per_execution=steps_per_execution)
             fit(gan, x, y, epochs=2)
             runs.append(gan)
@@ -197,8 +197,8 @@ class PeriodicTest(tu.TestCase):
             with tu.two_cpu_strategy().scope():
                 gan = build(fp.schedules.Periodic("inverse", every=2), batch_norm=False)
                 gan.compile(
-                    d_optimizer=keras.optimizers.Adam(1e-2),
-                    g_optimizer=keras.optimizers.Adam(1e-2),
+                    d_optimizer=fp.optimizers.Adam(1e-2),
+                    g_optimizer=fp.optimizers.Adam(1e-2),
                     steps_per_execution=steps_per_execution,
                 )
             gan.fit(x, batch_size=16, epochs=1, shuffle=False, verbose=0)
@@ -237,7 +237,7 @@ class AutoTest(tu.TestCase):
         x, _ = data(n=8)  # one step an epoch: the logged stray is the update's
         keras.utils.set_random_seed(0)
         probed = fp.FusedPropGAN(tu.tiny_generator(), tu.tiny_discriminator(), seed=7, probe=fp.StrayProbe(every=1))
-        probed.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
+        probed.compile(d_optimizer=fp.optimizers.Adam(1e-2), g_optimizer=fp.optimizers.Adam(1e-2))
         measured = probed.fit(x, batch_size=8, epochs=2, shuffle=False, verbose=0).history["stray"]
         mean = (measured[0] + measured[1]) / 2
         for threshold, alternated in ((mean * 1.001, 1), (mean * 0.999, 0)):
@@ -283,7 +283,7 @@ class AutoTest(tu.TestCase):
             probed = fp.FusedPropGAN(
                 tu.tiny_generator(batch_norm=False), tu.tiny_discriminator(), seed=7, probe=fp.StrayProbe(every=1)
             )
-            probed.compile(d_optimizer=keras.optimizers.Adam(1e-2), g_optimizer=keras.optimizers.Adam(1e-2))
+            probed.compile(d_optimizer=fp.optimizers.Adam(1e-2), g_optimizer=fp.optimizers.Adam(1e-2))
         measured = probed.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history["stray"]
         mean = (measured[0] + measured[1]) / 2
         with tu.two_cpu_strategy().scope():

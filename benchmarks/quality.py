@@ -271,7 +271,8 @@ def _run(argv):
     )
     print(
         f"{grid.description}; {len(grid.runs)} runs, {grid.done} done in {out}, {len(grid.todo)} to run "
-        f"(~{_clock(sum(estimates))} estimated here)",
+        f"(~{_clock(sum(estimates))} at the costs of benchmarks/time_to_quality/tasks.py, which another CPU can "
+        "miss severalfold; a run of hours prints its own estimate once timed)",
         flush=True,
     )
     if values.dry_run:

@@ -4,8 +4,11 @@ warm-up before a grid's first timed run."""
 
 import contextlib
 import gc
+import io
 import os
+import re
 import shutil
+import sys
 import time
 import traceback
 
@@ -106,21 +109,11 @@ def train_run(run, config, workdir):
     os.makedirs(workdir, exist_ok=True)
     keras.backend.clear_session()
     gc.collect()
-    summary, error, start = None, None, time.perf_counter()
-    with (
-        open(os.path.join(workdir, "train.log"), "a") as log,
-        contextlib.redirect_stdout(log),
-        contextlib.redirect_stderr(log),
-    ):
-        try:
-            summary = train_lib.train(config, workdir=workdir, verbose=2)
-        except divergence.TrainingDivergedError as err:  # the harness stops a diverged run: counted
-            summary = {"divergence": {"step": err.step, "players": err.players}, "steps": err.step}
-        except Exception as err:  # noqa: BLE001 -- counted in the results; KeyboardInterrupt stops
-            traceback.print_exc()
-            error = f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]
-            summary_path = os.path.join(workdir, "summary.json")
-            summary = files.read_json(summary_path) if os.path.exists(summary_path) else None
+    start = time.perf_counter()
+    with open(os.path.join(workdir, "train.log"), "a") as log:
+        output = ProgressEcho(log, sys.stdout, run.id) if resumable else log
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            summary, error = _train(config, workdir)
     wall = time.perf_counter() - start
     resumed = bool(summary and summary.get("resumed_from_epoch"))
     if summary and summary.get("history") is not None and not resumed:
@@ -130,3 +123,54 @@ def train_run(run, config, workdir):
         if resumed and history:  # the summary's seconds are the last process's only
             summary = {**summary, "train_seconds": history[-1]["train_seconds"]}
     return record(run, config, summary, history, wall, error, workdir)
+
+
+def _train(config, workdir):
+    """`(summary, error)` of `train_lib.train` in `workdir`: a diverged run's summary is its
+    divergence; another exception is printed and worded as `error`, with the summary the run
+    left, if any."""
+    try:
+        return train_lib.train(config, workdir=workdir, verbose=2), None
+    except divergence.TrainingDivergedError as err:  # the harness stops a diverged run: counted
+        return {"divergence": {"step": err.step, "players": err.players}, "steps": err.step}, None
+    except Exception as err:  # noqa: BLE001 -- counted in the results; KeyboardInterrupt stops
+        traceback.print_exc()
+        error = f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]
+        summary_path = os.path.join(workdir, "summary.json")
+        return (files.read_json(summary_path) if os.path.exists(summary_path) else None), error
+
+
+class ProgressEcho(io.TextIOBase):
+    """A run's output: all of it to `log` (its train.log), and its progress lines (the timed
+    estimate and the periodic `step N/M` lines of `callbacks.Progress`) also to `terminal`,
+    after `prefix`, so that a run of hours is followed from the harness's own output.
+
+    Args:
+      log: the file everything goes to.
+      terminal: where the progress lines also go.
+      prefix: put before each echoed line (the run's id).
+    """
+
+    PROGRESS_LINE = re.compile(r"(Timed: |step [\d,]+/[\d,]+: )")
+
+    def __init__(self, log, terminal, prefix):
+        super().__init__()
+        self.log, self.terminal, self.prefix, self._line = log, terminal, prefix, ""
+
+    def writable(self):
+        """True: a text stream to write to."""
+        return True
+
+    def write(self, text):
+        """Writes `text` to the log, and each progress line it completes to the terminal."""
+        self.log.write(text)
+        *lines, self._line = (self._line + text).split("\n")
+        for line in lines:
+            if self.PROGRESS_LINE.match(line):
+                self.terminal.write(f"  {self.prefix}: {line}\n")
+                self.terminal.flush()
+        return len(text)
+
+    def flush(self):
+        """Flushes the log."""
+        self.log.flush()

@@ -1,17 +1,22 @@
 """benchmarks/time_to_quality/runs.py: a run's record (divergence, status, final metrics) and
-training one, an unfinished run of a modelled task resumed from its checkpoint."""
+training one, an unfinished run of a modelled task resumed from its checkpoint, its progress
+lines echoed."""
 
+import contextlib
+import io
 import json
 import os
+from unittest import mock
 
 import tensorflow as tf
 
 from benchmarks.time_to_quality.grid import lengthened
 from benchmarks.time_to_quality.plan import Run, make_config
 from benchmarks.time_to_quality.report import time_to_threshold
-from benchmarks.time_to_quality.runs import record, train_run
+from benchmarks.time_to_quality.runs import ProgressEcho, record, train_run
 from tests import testing_utils as tu
 from tests.benchmarks.time_to_quality.fixtures import entry
+from tf_fusedprop.experiment import callbacks
 from tf_fusedprop.experiment import config as fp_config
 
 
@@ -74,8 +79,20 @@ class TrainRunTest(tu.TestCase):
         with tu.stopped_after_checkpoint(1):  # a session that ends after the first epoch
             stopped = train_run(run, config, workdir)
         self.assertEqual((stopped["status"], stopped["steps"]), ("error", 10))
-        resumed = train_run(run, config, workdir)
+        # A run of hours says its time per update in the harness's output, not only in train.log.
+        printed = io.StringIO()
+        with (
+            mock.patch.object(callbacks.Progress, "TIMED_SECONDS", 0.0),
+            mock.patch.object(callbacks.Progress, "WORTH_SAYING_SECONDS", 0.0),
+            contextlib.redirect_stdout(printed),
+        ):
+            resumed = train_run(run, config, workdir)
         self.assertEqual((resumed["status"], resumed["steps"], resumed["error"]), ("done", 20, None))
+        echoed = printed.getvalue().splitlines()
+        self.assertEqual(len(echoed), 1, echoed)
+        self.assertRegex(echoed[0], rf"^  {run.id}: Timed: [\d.]+ s per update; \d+ updates left")
+        with open(os.path.join(workdir, "train.log")) as f:
+            self.assertIn(echoed[0].strip()[len(run.id) + 2 :], f.read())
         with open(os.path.join(workdir, "summary.json")) as f:
             self.assertEqual(json.load(f)["resumed_from_epoch"], 1)
         # Both processes' evaluations, with their training seconds added up (from the events).
@@ -92,6 +109,28 @@ class TrainRunTest(tu.TestCase):
         self.assertEqual((extended["status"], extended["steps"]), ("done", 30))
         self.assertEqual([e["step"] for e in extended["history"]], [10, 20, 30])
         self.assertAllClose(extended["history"][1]["train_seconds"], second)
+
+
+class ProgressEchoTest(tu.TestCase):
+    def test_everything_goes_to_the_log_and_only_progress_lines_to_the_terminal(self):
+        log, terminal = io.StringIO(), io.StringIO()
+        echo = ProgressEcho(log, terminal, "mnist-s0")
+        text = (
+            "Epoch 1/4\nTimed: 3.96 s per update; 980 updates left, about 1 h 05 min of training.\n"
+            "10/10 - 46s - 5s/step - d_loss: 0.84\nstep 80/1,000: 3.96 s/update, d_lo"
+        )
+        for chunk in (text[:17], text[17:60], text[60:]):  # lines split across writes
+            echo.write(chunk)
+        self.assertEqual(
+            terminal.getvalue(),
+            "  mnist-s0: Timed: 3.96 s per update; 980 updates left, about 1 h 05 min of training.\n",
+        )
+        echo.write("ss 1.056; about 1 h 01 min left\n")
+        self.assertEqual(log.getvalue(), text + "ss 1.056; about 1 h 01 min left\n")
+        self.assertEqual(
+            terminal.getvalue().splitlines()[1],
+            "  mnist-s0: step 80/1,000: 3.96 s/update, d_loss 1.056; about 1 h 01 min left",
+        )
 
 
 if __name__ == "__main__":

@@ -93,7 +93,8 @@ def warm_up(runs, directory):
 
 
 def train_run(run, config, workdir):
-    """Trains one run in `workdir` (its output to `train.log`); returns its record. Exceptions
+    """Trains one run in `workdir` (its output to `train.log`; a modelled task's progress lines
+    also to this process's output, `ProgressEcho`); returns its record. Exceptions
     of the run are recorded, not raised (a harness that stops a diverged run by raising).
 
     An unfinished run in `workdir` is restarted from scratch, so that its training seconds

@@ -143,8 +143,9 @@ def _train(config, workdir):
 
 class ProgressEcho(io.TextIOBase):
     """A run's output: all of it to `log` (its train.log), and its progress lines (the timed
-    estimate and the periodic `step N/M` lines of `callbacks.Progress`) also to `terminal`,
-    after `prefix`, so that a run of hours is followed from the harness's own output.
+    estimate and the periodic `step N/M` lines of `callbacks.Progress`, a schedule's changes of
+    form, `G update K: ...`) also to `terminal`, after `prefix`, so that a run of hours is
+    followed from the harness's own output.
 
     Args:
       log: the file everything goes to.
@@ -152,7 +153,7 @@ class ProgressEcho(io.TextIOBase):
       prefix: put before each echoed line (the run's id).
     """
 
-    PROGRESS_LINE = re.compile(r"(Timed: |step [\d,]+/[\d,]+: )")
+    PROGRESS_LINE = re.compile(r"(Timed: |step [\d,]+/[\d,]+: |G update \d+: )")
 
     def __init__(self, log, terminal, prefix):
         super().__init__()

@@ -125,11 +125,15 @@ class ProgressEchoTest(tu.TestCase):
             terminal.getvalue(),
             "  mnist-s0: Timed: 3.96 s per update; 980 updates left, about 1 h 05 min of training.\n",
         )
-        echo.write("ss 1.056; about 1 h 01 min left\n")
-        self.assertEqual(log.getvalue(), text + "ss 1.056; about 1 h 01 min left\n")
+        rest = "ss 1.056; about 1 h 01 min left\nG update 100: alternating -> fused\n"
+        echo.write(rest)
+        self.assertEqual(log.getvalue(), text + rest)
         self.assertEqual(
-            terminal.getvalue().splitlines()[1],
-            "  mnist-s0: step 80/1,000: 3.96 s/update, d_loss 1.056; about 1 h 01 min left",
+            terminal.getvalue().splitlines()[1:],
+            [
+                "  mnist-s0: step 80/1,000: 3.96 s/update, d_loss 1.056; about 1 h 01 min left",
+                "  mnist-s0: G update 100: alternating -> fused",
+            ],
         )
 
 

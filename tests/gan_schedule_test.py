@@ -26,7 +26,9 @@ PLUGINS["every_plugin"] = {**PLUGINS["ema_lookahead"], **PLUGINS["r1_augment"]}
 
 
 def build(form, plugins="plain", iter_size=1, steps_per_execution=1, batch_norm=True):
-    """A tiny GAN (the conditional digits pair for "conditional") with the named plugins."""
+    """A tiny GAN (the conditional digits pair for "conditional") with the named plugins,
+    compiled with train.py's optimizer (`fp.optimizers.Adam`: one op a variable, so each traced
+    step is smaller than with Keras's Adam, which gan_test's own cases cover)."""
     arguments = {name: make() for name, make in PLUGINS[plugins].items()}
     if plugins == "conditional":
         generator, discriminator = tu.tiny_conditional_pair(num_classes=3, seed=0)

@@ -292,6 +292,30 @@ class CallbacksTest(tu.TestCase):
         for a, b in zip(gan.variables, restored.variables):  # the early grids changed nothing
             self.assertAllEqual(a.numpy(), b.numpy())
 
+    def test_progress_lines_quote_the_rate_since_the_last_line_without_evaluations(self):
+        now, said = [0.0], []
+        progress = callbacks.Progress(1000, None, every_minutes=1, lines=True, log=said.append, clock=lambda: now[0])
+        gan = tiny_gan()
+        progress.set_model(gan)
+
+        def call(seconds, updates=10):  # one train-function call, as fit makes it
+            progress.on_train_batch_begin(0)
+            now[0] += seconds
+            gan.g_optimizer.iterations.assign_add(updates)
+            progress.on_train_batch_end(0)
+
+        progress.on_train_begin()
+        for seconds in (30.0, 10.0, 10.0):  # the first call traces; then 1 s an update
+            call(seconds)
+        self.assertRegex(said[-1], r"^Timed: 1 s per update; 970 updates left, about 16 min of training")
+        now[0] += 300.0  # an evaluation and a checkpoint between two calls
+        call(10.0)
+        self.assertEqual(said[-1], "step 40/1,000: 1 s/update; about 16 min left")
+        for _ in range(12):  # a warm start's switch: 0.5 s an update from here on
+            call(5.0)
+        self.assertEqual(said[-1], "step 160/1,000: 0.5 s/update; about 7 min left")
+        self.assertLen(said, 3)
+
     def test_restore_without_checkpoint_is_epoch_zero(self):
         backup = callbacks.BackupAndRestore(os.path.join(self.get_temp_dir(), "none"))
         self.assertIsNone(backup.metadata())

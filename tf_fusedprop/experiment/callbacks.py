@@ -389,7 +389,11 @@ class Progress(keras.callbacks.Callback):
     call, which traces, left out), one line with the time per update and the expected time to
     the end; then every `every_minutes`, a sample grid `samples/latest.png` (so that the first
     grid comes within minutes, not after the first epoch) and, with `lines=True` (a log file, not
-    a terminal's progress bar), a progress line. Reading G for the grid changes no state.
+    a terminal's progress bar), a progress line. Rates count the train-function calls' own time
+    (evaluations, checkpoints and grids between them left out), and each line quotes the rate
+    since the line before, so that after a schedule's switch (a warm start's alternating
+    updates, then fused ones) it quotes the form now training. Reading G for the grid changes
+    no state.
 
     Args:
       total_steps: the run's G updates (`config.steps`).
@@ -409,25 +413,31 @@ class Progress(keras.callbacks.Callback):
         self.total_steps, self.grid, self.lines, self.log, self.clock = total_steps, grid, lines, log, clock
         self.every_seconds = 60.0 * every_minutes if every_minutes else None
         self.seconds_per_update = None
-        self._timed_from = None
+        self._timed_from = None  # (training seconds, step) where timing starts: after the first call
+        self._line_from = None  # the same at the last progress line
+        self._trained = 0.0  # seconds inside train-function calls, the first call's left out
+        self._call_began = None
         self._last = None
 
     def on_train_begin(self, logs=None):
-        self._timed_from, self._last = None, self.clock()
+        self._timed_from, self._line_from, self._last = None, None, self.clock()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._call_began = self.clock()
 
     def on_train_batch_end(self, batch, logs=None):
         now = self.clock()
         if self._timed_from is None:  # the first call traces: timing starts after it
-            self._timed_from = (now, _global_step(self.model))
+            self._timed_from = self._line_from = (self._trained, _global_step(self.model))
             return
-        start, first = self._timed_from
-        timing = self.seconds_per_update is None and now - start >= self.TIMED_SECONDS
+        self._trained += now - (self._call_began if self._call_began is not None else now)
+        timing = self.seconds_per_update is None and self._trained - self._timed_from[0] >= self.TIMED_SECONDS
         ticking = self.every_seconds and now - self._last >= self.every_seconds
         if not (timing or ticking):
             return  # most calls: no read of the model's step
         step = _global_step(self.model)
-        if timing and step > first:
-            self.seconds_per_update = (now - start) / (step - first)
+        if timing and step > self._timed_from[1]:
+            self.seconds_per_update = self._rate_since(self._timed_from, step)
             left = (self.total_steps - step) * self.seconds_per_update
             if left >= self.WORTH_SAYING_SECONDS:
                 ends = datetime.datetime.now() + datetime.timedelta(seconds=left)
@@ -440,12 +450,24 @@ class Progress(keras.callbacks.Callback):
             if self.grid is not None:
                 self.grid.write(os.path.join(self.grid.directory, "latest.png"))
             if self.lines:
-                rate = f"{self.seconds_per_update:.3g} s/update, " if self.seconds_per_update else ""
-                left = (self.total_steps - step) * self.seconds_per_update if self.seconds_per_update else None
-                losses = ", ".join(f"{k} {float(logs[k]):.4g}" for k in ("d_loss", "g_loss") if logs and k in logs)
-                grid = f"; samples: {os.path.join(self.grid.directory, 'latest.png')}" if self.grid is not None else ""
-                remaining = f"; about {_duration(left)} left" if left is not None else ""
-                self.log(f"step {step:,}/{self.total_steps:,}: {rate}{losses}{remaining}{grid}")
+                self._say_progress(step, logs)
+
+    def _rate_since(self, start, step):
+        """Training seconds per update from `start` (training seconds, step) to `step`."""
+        trained, first = start
+        return (self._trained - trained) / (step - first)
+
+    def _say_progress(self, step, logs):
+        rate = None
+        if self.seconds_per_update is not None:
+            rate = self._rate_since(self._line_from, step) if step > self._line_from[1] else self.seconds_per_update
+        self._line_from = (self._trained, step)
+        left = (self.total_steps - step) * rate if rate is not None else None
+        losses = ", ".join(f"{k} {float(logs[k]):.4g}" for k in ("d_loss", "g_loss") if logs and k in logs)
+        grid = f"; samples: {os.path.join(self.grid.directory, 'latest.png')}" if self.grid is not None else ""
+        said = ", ".join(part for part in (f"{rate:.3g} s/update" if rate is not None else "", losses) if part)
+        remaining = f"; about {_duration(left)} left" if left is not None else ""
+        self.log(f"step {step:,}/{self.total_steps:,}: {said}{remaining}{grid}")
 
 
 @dataclasses.dataclass

@@ -2,7 +2,7 @@
 
     python benchmarks/quality.py --tasks=mnist --forms=fused --override=steps=4000 \\
         --override=alternate_every=0 --override=probe.every=10 --out=DIR      # probed runs
-    python benchmarks/stray_signal.py DIR [DIR ...] [--signal=stray|logit_gap] [--out=FILE_STEM]
+    python benchmarks/stray_signal.py DIR [DIR ...] [--signal=stray|logit_gap|spread] [--out=FILE_STEM]
 
 Reads the finished and stopped runs of each time-to-quality grid (`DIR/results.json`) whose
 history holds the signal, and writes, per task, each run's quality metric and the signal's
@@ -13,7 +13,10 @@ runs that stalled with runs that did not (issue 62, step 2). Signals (`SIGNALS`)
 * `stray` (default; `stray.md`): a `tf_fusedprop.StrayProbe`'s epoch means, `stray` (||g_alt -
   g_sim|| / ||g_sim||) and `stray_cosine`;
 * `logit_gap` (`logits.md`): D's epoch-mean logits on real and on generated samples, and their
-  gap (real - fake: how sure D is), recorded by every run since they entered the records.
+  gap (real - fake: how sure D is), recorded by every run since they entered the records;
+* `spread` (`spread.md`): the epoch mean of `fake_spread`, how far apart G's samples are across a
+  batch against the real batch's (`tf_fusedprop.steps.spread_ratio`: near 0 when G draws one
+  sample for every latent), recorded by every run since it entered the records.
 """
 
 import argparse
@@ -60,6 +63,18 @@ SIGNALS = {
             "# D's logits beside quality\n\nWritten by `benchmarks/stray_signal.py --signal=logit_gap` from "
             "{grids}. Per evaluation: the task's metric, D's mean logit on real samples and on generated ones "
             "over the epoch, and their gap (real - fake).\n\n"
+        ),
+    },
+    "spread": {
+        "key": "fake_spread",
+        "columns": (("spread", lambda e: e.get("fake_spread"), 2),),
+        "plot": (lambda e: e.get("fake_spread"), "G's spread across a batch / the data's", "log"),
+        "stem": "spread",
+        "header": (
+            "# G's spread beside quality\n\nWritten by `benchmarks/stray_signal.py --signal=spread` from {grids}. "
+            "Per evaluation: the task's metric and the epoch's mean `fake_spread`: the mean over pixels of the "
+            "standard deviation across a batch of G's samples, over the same of the real batch (near 0: G draws "
+            "one sample for every latent).\n\n"
         ),
     },
 }

@@ -99,11 +99,35 @@ class ExactnessTest(tu.TestCase):
         state = tu.StateSnapshot(generator, discriminator)
         result = forms.simgd_step(generator, discriminator, fp.Batch(real, z), "least_squares", "adaptive")
         state.restore()
-        y = tf.reshape(discriminator(tf.concat([real, generator(z, training=True)], 0), training=True), [-1])
+        fake = generator(z, training=True)
+        y = tf.reshape(discriminator(tf.concat([real, fake], 0), training=True), [-1])
         self.assertAllClose(result.real_logits, y[:6])
         self.assertAllClose(result.fake_logits, y[6:])
         self.assertAllClose(result.d_loss, np.mean((y[:6] - 1) ** 2) + np.mean(y[6:] ** 2))
         self.assertAllClose(result.g_loss, np.mean((y[6:] - 1) ** 2))
+        self.assertAllClose(result.fake_spread, numpy_spread(fake) / numpy_spread(real), rtol=1e-5)
+
+
+def numpy_spread(samples):
+    """The mean over features of the standard deviation across the batch, in float64."""
+    x = np.asarray(samples, np.float64).reshape(len(samples), -1)
+    return np.mean(np.sqrt(np.mean((x - x.mean(axis=0)) ** 2, axis=0)))
+
+
+class SpreadTest(tu.TestCase):
+    """`spread_ratio`: how far apart G's samples are, against the real batch's."""
+
+    def test_spread_ratio_is_the_ratio_of_mean_standard_deviations(self):
+        rng = np.random.default_rng(0)
+        real = rng.normal(size=(16, 4, 4, 3)).astype(np.float32)
+        fake = (0.3 * rng.normal(size=(16, 4, 4, 3)) + 5.0).astype(np.float32)
+        self.assertAllClose(steps.spread_ratio(fake, real), numpy_spread(fake) / numpy_spread(real), rtol=1e-5)
+        self.assertAllClose(steps.spread_ratio(2.0 * real + 1.0, real), 2.0, rtol=1e-5)
+
+    def test_one_sample_for_every_latent_has_no_spread(self):
+        real = np.random.default_rng(1).normal(size=(8, 5)).astype(np.float32)
+        self.assertEqual(float(steps.spread_ratio(np.repeat(real[:1], 8, axis=0), real)), 0.0)
+        self.assertEqual(float(steps.spread_ratio(real, np.zeros_like(real))), 0.0)  # no spread to compare with
 
 
 def saturated_discriminator(logit, dtype):
@@ -262,7 +286,11 @@ class ConventionalStepTest(tu.TestCase):
     def test_discriminator_step(self):
         generator, discriminator = tu.tiny_pair(spectral_norm=False)
         real, z = tu.tiny_batch()
+        state = tu.StateSnapshot(generator, discriminator)
         result = steps.discriminator_step(generator, discriminator, fp.Batch(real, z), "nonsaturating")
+        state.restore()
+        fake = generator(z, training=True)
+        self.assertAllClose(result.fake_spread, numpy_spread(fake) / numpy_spread(real), rtol=1e-5)
         expected, _ = two_tape_simgd(generator, discriminator, real, z, "nonsaturating")
         self.assertLess(tu.max_relative_difference(result.d_grads, expected), 1e-6)
 

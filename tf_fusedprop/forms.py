@@ -58,26 +58,32 @@ class Phase(collections.namedtuple("Phase", ["name", "players", "logs", "gradien
       name: "discriminator", "generator" or "both".
       players: the players it updates ("discriminator", "generator").
       logs: the names of the scalar diagnostics it reports (`d_loss`, `g_loss`, `real_logit`,
-        `fake_logit`; a phase that updates D also `real_sign`, the mean of `sign(D(real))`, which
-        an adaptive `DiffAugment` follows).
+        `fake_logit`; a phase that updates D also `fake_spread`, `steps.spread_ratio` of G's
+        samples to the real batch, and `real_sign`, the mean of `sign(D(real))`, which an
+        adaptive `DiffAugment` follows).
       gradients: `(generator, discriminator, batch, loss, options) -> (grads, logs)`: `grads`
         maps each player it updates to gradients aligned with its trainable variables, `logs`
         maps `logs`' names to scalars.
     """
 
 
-def _d_logs(d_loss, real_logits, fake_logits):
+def _d_logs(r):
+    """The logs of a phase that updates D, from its `StepResult` or `DiscriminatorStep`."""
     return {
-        "d_loss": d_loss,
-        "real_logit": tf.reduce_mean(real_logits),
-        "fake_logit": tf.reduce_mean(fake_logits),
-        "real_sign": tf.reduce_mean(tf.sign(real_logits)),
+        "d_loss": r.d_loss,
+        "real_logit": tf.reduce_mean(r.real_logits),
+        "fake_logit": tf.reduce_mean(r.fake_logits),
+        "fake_spread": r.fake_spread,
+        "real_sign": tf.reduce_mean(tf.sign(r.real_logits)),
     }
+
+
+_D_LOGS = ("d_loss", "real_logit", "fake_logit", "fake_spread", "real_sign")
 
 
 def _discriminator_gradients(generator, discriminator, batch, loss, options):
     r = steps.discriminator_step(generator, discriminator, batch, loss, options=options)
-    return {D: r.d_grads}, _d_logs(r.d_loss, r.real_logits, r.fake_logits)
+    return {D: r.d_grads}, _d_logs(r)
 
 
 def _generator_gradients(generator, discriminator, batch, loss, options):
@@ -91,14 +97,12 @@ def _simultaneous_phase(step):
 
     def gradients(generator, discriminator, batch, loss, options):
         r = step(generator, discriminator, batch, loss, options=options)
-        return {D: r.d_grads, G: r.g_grads}, {"g_loss": r.g_loss, **_d_logs(r.d_loss, r.real_logits, r.fake_logits)}
+        return {D: r.d_grads, G: r.g_grads}, {"g_loss": r.g_loss, **_d_logs(r)}
 
-    return Phase("both", (D, G), ("d_loss", "g_loss", "real_logit", "fake_logit", "real_sign"), gradients)
+    return Phase("both", (D, G), ("g_loss",) + _D_LOGS, gradients)
 
 
-DISCRIMINATOR = Phase(
-    "discriminator", (D,), ("d_loss", "real_logit", "fake_logit", "real_sign"), _discriminator_gradients
-)
+DISCRIMINATOR = Phase("discriminator", (D,), _D_LOGS, _discriminator_gradients)
 GENERATOR = Phase("generator", (G,), ("g_loss",), _generator_gradients)
 
 

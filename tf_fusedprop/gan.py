@@ -19,7 +19,7 @@ from tf_fusedprop.update import DivergenceRecord, Updater
 
 __all__ = ["FusedPropGAN"]
 
-LOGS = ("d_loss", "g_loss", "real_logit", "fake_logit")
+LOGS = ("d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread")
 D, G = "discriminator", "generator"
 
 
@@ -144,7 +144,9 @@ class FusedPropGAN(keras.Model):
         alternating would use); logged as `stray` and `stray_cosine`; training is unchanged. A
         schedule that follows the probe (`schedules.Auto`) makes its own.
 
-    Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`;
+    Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`,
+    `fake_spread` (how far apart G's samples are across a batch, against the real batch's: near 0
+    when G draws one sample for every latent; `steps.spread_ratio`);
     with an adaptive augmentation (`DiffAugment(..., p="auto")`) also `real_sign` (the epoch's
     mean of sign(D(real)), ADA's signal), with `held_out` images `real_above_held_out` (the mean
     of `P(D(real) > D(held_out))` over the epoch's adjustments, the signal it then follows), and
@@ -252,8 +254,8 @@ class FusedPropGAN(keras.Model):
 
     @property
     def metrics(self):
-        """The trackers (four; with an adaptive augmentation five), so that Keras resets them
-        every epoch."""
+        """The trackers (`LOGS`, and those of an adaptive augmentation and a probe), so that
+        Keras resets them every epoch."""
         return list(self._trackers.values())
 
     @property

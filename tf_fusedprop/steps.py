@@ -48,20 +48,26 @@ __all__ = [
     "layers_of",
     "probe_batch",
     "single_pass_step",
+    "spread",
+    "spread_ratio",
     "two_pass_step",
 ]
 
 
 StepResult = collections.namedtuple(
-    "StepResult", ["d_grads", "g_grads", "d_loss", "g_loss", "real_logits", "fake_logits"]
+    "StepResult", ["d_grads", "g_grads", "d_loss", "g_loss", "real_logits", "fake_logits", "fake_spread"]
 )
 StepResult.__doc__ = """Gradients and diagnostics of one simultaneous step.
 
 `d_grads`/`g_grads` align with the players' `trainable_variables`; `d_loss` is
-`mean(d_real) + mean(d_fake)`, `g_loss` is `mean(g)`; logits are D's outputs (at least float32)."""
+`mean(d_real) + mean(d_fake)`, `g_loss` is `mean(g)`; logits are D's outputs (at least float32);
+`fake_spread` is `spread_ratio(fake, real)` of the step's samples."""
 
-DiscriminatorStep = collections.namedtuple("DiscriminatorStep", ["d_grads", "d_loss", "real_logits", "fake_logits"])
-DiscriminatorStep.__doc__ = """D's gradients of a conventional D step, its loss and D's logits."""
+DiscriminatorStep = collections.namedtuple(
+    "DiscriminatorStep", ["d_grads", "d_loss", "real_logits", "fake_logits", "fake_spread"]
+)
+DiscriminatorStep.__doc__ = """D's gradients of a conventional D step, its loss, D's logits and
+`spread_ratio(fake, real)` of the step's samples."""
 
 GeneratorStep = collections.namedtuple("GeneratorStep", ["g_grads", "g_loss", "d_grads"])
 GeneratorStep.__doc__ = """G's gradients of a conventional G step and its loss; `d_grads` are D's
@@ -309,10 +315,29 @@ def _gradient(tape, objective, sources):
     )
 
 
-class _Discriminated(collections.namedtuple("_Discriminated", ["real_logits", "fake_logits", "logits", "penalty"])):
-    """D's logits on one call (`logits`: all rows, for the parameter-scaling factor) and a
+def spread(samples):
+    """How far apart a batch's samples are: the mean over features of their standard deviation
+    across the batch (float32). 0 when every sample is the same."""
+    x = tf.cast(samples, tf.float32)
+    x = tf.reshape(x, [tf.shape(x)[0], -1])
+    return tf.reduce_mean(tf.math.reduce_std(x, axis=0))
+
+
+def spread_ratio(fake, real):
+    """`spread(fake) / spread(real)`, without gradients: near 0 when G draws one sample for
+    every latent (the collapse that FusedProp's early stall shows at 64 px, issue 62), near 1
+    when G's samples differ as much as the data's. 0 for a real batch without spread."""
+    fake, real = tf.stop_gradient(fake), tf.stop_gradient(real)
+    return tf.math.divide_no_nan(spread(fake), spread(real))
+
+
+class _Discriminated(
+    collections.namedtuple("_Discriminated", ["real_logits", "fake_logits", "logits", "penalty", "fake_spread"])
+):
+    """D's logits on one call (`logits`: all rows, for the parameter-scaling factor), a
     zero-argument `penalty` that forms the regularizers' value (call it after the factors of
-    the backward pass are set: it back-propagates to D's input)."""
+    the backward pass are set: it back-propagates to D's input) and the fake samples'
+    `spread_ratio` (before augmentation)."""
 
 
 def _row_blocks(batch, fake, regularizers):
@@ -355,7 +380,7 @@ def _discriminate(discriminator, batch, fake, options):
         values = [r(grads[i * n : (i + 1) * n]) for r, i in zip(regularizers, targets)]
         return tf.add_n([tf.cast(value, logits.dtype) for value in values])
 
-    return _Discriminated(logits[:n], logits[n : 2 * n], logits, penalty)
+    return _Discriminated(logits[:n], logits[n : 2 * n], logits, penalty, spread_ratio(fake, batch.real))
 
 
 def single_pass_step(generator, discriminator, batch, loss, rule, *, options=None):
@@ -395,7 +420,9 @@ def single_pass_step(generator, discriminator, batch, loss, rule, *, options=Non
     variables = (discriminator.trainable_variables, generator.trainable_variables)
     d_grads, g_grads = _gradient(tape, objective, variables)
     d_loss = real_term + tf.reduce_mean(d_fake_values)
-    return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits)
+    return StepResult(
+        d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits, d.fake_spread
+    )
 
 
 def two_pass_step(generator, discriminator, batch, loss, *, options=None):
@@ -411,7 +438,7 @@ def two_pass_step(generator, discriminator, batch, loss, *, options=None):
     d_grads = _gradient(tape, scaled_d_loss, discriminator.trainable_variables)
     g_grads = _gradient(tape, scaled_g_loss, generator.trainable_variables)
     del tape
-    return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits)
+    return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits, d.fake_spread)
 
 
 def discriminator_step(generator, discriminator, batch, loss="nonsaturating", *, options=None):
@@ -429,7 +456,7 @@ def discriminator_step(generator, discriminator, batch, loss="nonsaturating", *,
         d_loss = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty() + tf.reduce_mean(loss.d_fake(d.fake_logits))
         objective = _scaled(d_loss, options)
     d_grads = _gradient(tape, objective, discriminator.trainable_variables)
-    return DiscriminatorStep(d_grads, d_loss, d.real_logits, d.fake_logits)
+    return DiscriminatorStep(d_grads, d_loss, d.real_logits, d.fake_logits, d.fake_spread)
 
 
 def generator_step(

@@ -13,6 +13,7 @@ _TRAINING_SCALARS = {
     "g_loss",
     "real_logit",
     "fake_logit",
+    "fake_spread",
     "real_sign",
     "real_above_held_out",
     "augment_p",

@@ -38,7 +38,8 @@ __all__ = [
 #: Minutes between a run's early sample grids and, in a log file, its progress lines (`Progress`).
 PROGRESS_MINUTES = 5
 #: Training signals of the epoch that an evaluation's history entry keeps beside the metrics:
-#: the players' losses and D's mean logits (what a stall looks like from inside), an adaptive
+#: the players' losses, D's mean logits and G's spread across a batch against the data's (what a
+#: stall looks like from inside), an adaptive
 #: augmentation's probability, a `StrayProbe`'s means over the epoch's probes, an `Auto`
 #: schedule's alternating updates so far.
 RECORDED_SIGNALS = (
@@ -46,6 +47,7 @@ RECORDED_SIGNALS = (
     "g_loss",
     "real_logit",
     "fake_logit",
+    "fake_spread",
     "augment_p",
     "stray",
     "stray_cosine",

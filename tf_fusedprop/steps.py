@@ -420,9 +420,7 @@ def single_pass_step(generator, discriminator, batch, loss, rule, *, options=Non
     variables = (discriminator.trainable_variables, generator.trainable_variables)
     d_grads, g_grads = _gradient(tape, objective, variables)
     d_loss = real_term + tf.reduce_mean(d_fake_values)
-    return StepResult(
-        d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits, d.fake_spread
-    )
+    return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits, d.fake_spread)
 
 
 def two_pass_step(generator, discriminator, batch, loss, *, options=None):

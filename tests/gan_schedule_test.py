@@ -315,5 +315,18 @@ class AutoTest(tu.TestCase):
         self.assertEqual(two.history.history["real_logit"][:2], logs["real_logit"])  # the same two fused updates
 
 
+    def test_on_g_spread_under_two_replicas_every_replica_decides_on_the_mean_spread(self):
+        x, _ = data(n=16)  # one step an epoch: the logged spread is the update's, averaged over replicas
+        with tu.two_cpu_strategy().scope():
+            fused = build("fused", batch_norm=False)
+        spreads = fused.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history["fake_spread"]
+        mean = (spreads[0] + spreads[1]) / 2
+        schedule = fp.schedules.Auto("fused", threshold=mean * 1.001, every=1, window=2, hold=2, signal="spread")
+        with tu.two_cpu_strategy().scope():
+            two = build(schedule, batch_norm=False)
+        two.fit(x, batch_size=16, epochs=3, shuffle=False, verbose=0)
+        self.assertEqual(two.history.history["alternated"], [0, 0, 1], spreads)
+        self.assertAllClose(float(two.schedule._state["asked"].numpy()), mean, rtol=1e-5)
+
 if __name__ == "__main__":
     tf.test.main()

@@ -164,6 +164,23 @@ class ScheduleTest(tu.TestCase):
         auto.observe_logs(auto.form, {"real_logit": tf.constant(9.0), "fake_logit": tf.constant(0.0)}, 20)
         self.assertEqual(int(auto._state["until"].numpy()), 3)  # a late rise: D sharpening, not a stall
 
+    def test_auto_on_g_spread_alternates_where_the_windows_mean_is_below_threshold(self):
+        auto = schedules.Auto("fused", threshold=0.25, every=1, window=2, hold=10, peak=0.5, signal="spread")
+        self.assertIsNone(auto.probe_every)  # no probe: the step's own logs
+        auto.attach()
+        self.assertIsNone(auto.switch_note(0))
+        for update, spread in ((0, 0.375), (1, 0.0625)):  # mean 0.21875 < 0.25: G draws nearly one sample
+            auto.observe_logs(auto.form, {"fake_spread": tf.constant(spread)}, tf.constant(update, tf.int64))
+        self.assertEqual(int(auto._state["until"].numpy()), 12)
+        self.assertEqual(
+            auto.switch_note(2), "G update 2: fused -> alternating (mean spread 0.219 < 0.25 over the last 2 readings)"
+        )
+        for update in (2, 3):  # alternating spreads G out: a window at peak ends the stretch for good
+            auto.observe_logs(auto.other, {"fake_spread": tf.constant(0.625)}, tf.constant(update, tf.int64))
+        self.assertEqual(int(auto._state["until"].numpy()), 4)
+        self.assertEqual(auto.switch_note(4), "G update 4: fused from here on (1 window in a row of mean spread >= 0.5)")
+        self.assertEqual(schedules.get(auto.get_config()).signal, "spread")
+
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
         auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
         auto.attach()
@@ -216,6 +233,7 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Auto("fused", threshold=4.0, peak=5.0, signal="logit_gap"), "peak must be .* below thresh"),
         (lambda: schedules.Auto("fused", threshold=float("nan"), signal="logit_gap"), "threshold must be a finite"),
         (lambda: schedules.Auto("fused", threshold=0.5, peak=0.5), r"peak must be None or a number above threshold"),
+        (lambda: schedules.Auto("fused", threshold=-0.1, signal="spread"), "threshold must be a positive number"),
         (lambda: schedules.Auto("alternating"), "Auto alternates a simultaneous form .* Received: form='alternating'"),
         (lambda: schedules.Auto("fused", other="inverse"), "updates one player at a time. Received: .*other='inverse'"),
         (lambda: schedules.Auto(schedules.Periodic("fused")), "Auto switches between two forms"),

@@ -298,21 +298,34 @@ class Periodic(Schedule):
 
 
 class _Signal:
-    """A reading `Auto` can follow: its words in the log, whether it needs the stray probe, and
-    on which side of the threshold a stall reads."""
+    """A reading `Auto` can follow: its words in the log, on which side of the threshold a stall
+    reads, and `read(logs)`, the reading from a step's logs (None: it needs the stray probe)."""
 
-    def __init__(self, words, probe, stall_below):
-        self.words, self.probe, self.stall_below = words, probe, stall_below
+    def __init__(self, words, stall_below, read=None):
+        self.words, self.stall_below, self.read = words, stall_below, read
+
+    @property
+    def probe(self):
+        """Whether the reading is the stray probe's (not in a step's logs)."""
+        return self.read is None
+
+
+def _logit_gap(logs):
+    return tf.cast(logs["real_logit"], tf.float64) - tf.cast(logs["fake_logit"], tf.float64)
 
 
 #: The readings `Auto` follows (`signal`), by name.
 SIGNALS = {
     # ||g_alt - g_sim|| / ||g_sim|| (`tf_fusedprop.stray_probe`): D's update hardly moves G's
     # gradient in a stall.
-    "stray": _Signal("stray", probe=True, stall_below=True),
+    "stray": _Signal("stray", stall_below=True),
     # D's mean logit on the real samples minus on the generated ones, read from the step's
     # logs without a probe: D far ahead of G in ring8's stalls (docs/quality.md).
-    "logit_gap": _Signal("logit gap", probe=False, stall_below=False),
+    "logit_gap": _Signal("logit gap", stall_below=False, read=_logit_gap),
+    # G's samples' spread across the batch against the real batch's (`steps.spread_ratio`),
+    # from the step's logs: near 0 where G draws one sample for every latent, as fused's
+    # stalls at 64 px do (docs/quality.md).
+    "spread": _Signal("spread", stall_below=True, read=lambda logs: tf.cast(logs["fake_spread"], tf.float64)),
 }
 
 
@@ -334,7 +347,11 @@ class Auto(Schedule):
     logs: no probe), and alternates where a window's mean is *above* `threshold` (D far
     ahead of G, ring8's stalls); alternating's updates are read too, so a stretch goes on while
     D stays ahead; `peak` is then a gap *below* `threshold` (<= it): D no longer ahead, after
-    which a rising gap is D sharpening late in the run (grid25), not a stall.
+    which a rising gap is D sharpening late in the run (grid25), not a stall. With
+    `signal="spread"` it reads G's samples' spread across the batch against the real batch's
+    (`fake_spread`, the step's own logs) the same way, and alternates where a window's mean is
+    *below* `threshold` (G drawing nearly one sample for every latent); `peak` is then a spread
+    at or above it.
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it (update u: it ends before update
@@ -349,17 +366,17 @@ class Auto(Schedule):
       form: the form of most updates (a `Form`, a name of `forms.FORMS` or a `get_config()`
         dict); the probe measures its simultaneous updates (alternating alone is never probed,
         so it trains alone).
-      threshold: the mean stray below which the run alternates (> 0); with "logit_gap", the
-        mean gap above which it does (any finite number).
+      threshold: the mean stray (or spread) below which the run alternates (> 0); with
+        "logit_gap", the mean gap above which it does (any finite number).
       every: G updates between probes.
       window: probes whose mean decides.
       hold: G updates of `other` after a decision to alternate.
-      peak: the window mean from which on it no longer alternates (the stray: >= peak, above
-        `threshold`; the logit gap: <= peak, below it); None: it always may.
+      peak: the window mean from which on it no longer alternates (the stray and the spread:
+        >= peak, above `threshold`; the logit gap: <= peak, below it); None: it always may.
       peak_windows: the windows in a row at `peak` after which it no longer alternates (1: the
         first window at `peak`).
       other: the alternating form.
-      signal: the reading it follows, a name of `SIGNALS`: "stray" or "logit_gap".
+      signal: the reading it follows, a name of `SIGNALS`: "stray", "logit_gap" or "spread".
     """
 
     def __init__(
@@ -384,8 +401,8 @@ class Auto(Schedule):
         if signal not in SIGNALS:
             raise ValueError(f"Unknown signal for Auto; expected one of {sorted(SIGNALS)}. Received: signal={signal!r}")
         number = not isinstance(threshold, bool) and isinstance(threshold, (int, float)) and math.isfinite(threshold)
-        if not number or (SIGNALS[signal].probe and not threshold > 0):
-            kind = "a positive number" if SIGNALS[signal].probe else "a finite number"
+        if not number or (SIGNALS[signal].stall_below and not threshold > 0):
+            kind = "a positive number" if SIGNALS[signal].stall_below else "a finite number"
             raise ValueError(f"threshold must be {kind}. Received: threshold={threshold!r}")
         self.threshold = float(threshold)
         below = SIGNALS[signal].stall_below
@@ -440,15 +457,15 @@ class Auto(Schedule):
             self._read(stray, probed, update)
 
     def observe_logs(self, form, logs, update):
-        """With `signal="logit_gap"`, every `every`-th G update, whichever form trained it: D's
-        logit gap, its mean over the replicas, to the window (see `_read`). Alternating's updates
-        are read too, so a stretch goes on while D stays far ahead."""
-        del form  # every form's step logs D's logits
+        """With a signal read from the step's logs ("logit_gap", "spread"), every `every`-th G
+        update, whichever form trained it: the reading, its mean over the replicas, to the
+        window (see `_read`). Alternating's updates are read too, so a stretch goes on while
+        the reading says the run still stalls."""
+        del form  # every form's step logs D's logits and G's spread
         if self._signal.probe:
             return
-        gap = tf.cast(logs["real_logit"], tf.float64) - tf.cast(logs["fake_logit"], tf.float64)
-        gap = replicas.summed(gap) / replicas.count()  # every replica decides alike
-        self._read(gap, tf.cast(tf.equal(update % self.every, 0), tf.float32), update)
+        reading = replicas.summed(self._signal.read(logs)) / replicas.count()  # every replica decides alike
+        self._read(reading, tf.cast(tf.equal(update % self.every, 0), tf.float32), update)
 
     def _read(self, value, counted, update):
         """Adds a reading to the window (`counted` 1.0; 0.0 leaves it out); when the window is
@@ -533,7 +550,8 @@ class Auto(Schedule):
             until = int(self._state["until"].numpy())
             if last is None:  # resumed inside a stretch
                 return f"G update {update}: {self.other.name} (resumed inside a stretch asked until G update {until})"
-            side, readings = ("<", "probes") if self._signal.stall_below else (">", "readings")
+            side = "<" if self._signal.stall_below else ">"
+            readings = "probes" if self._signal.probe else "readings"
             return (
                 f"G update {update}: {self.form.name} -> {self.other.name} (mean {self._signal.words} "
                 f"{mean:.3f} {side} {self.threshold:g} over the last {self.window} {readings})"

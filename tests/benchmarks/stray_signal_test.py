@@ -59,6 +59,23 @@ class StraySignalTest(tu.TestCase):
         self.assertNotIn("s1", text)  # no logits recorded: no row
         self.assertTrue(os.path.getsize(os.path.join(out, "logits.png")) > 1000)
 
+    def test_g_spread_beside_quality_for_every_run_that_recorded_it(self):
+        out = self.get_temp_dir()
+        logged = run(2, [750.0, 120.0], [0.1, 0.2])
+        for entry, spread in zip(logged["history"], (0.03125, 0.5)):
+            entry["fake_spread"] = spread
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"runs": [logged, run(1, [650.0], [0.125])]}, f)  # seed 1 from before the spread
+
+        stray_signal.main([out, "--signal=spread"])
+
+        with open(os.path.join(out, "spread.md")) as f:
+            text = f.read()
+        self.assertIn("### mnist: fid / spread at each evaluation", text)
+        self.assertIn("| fused s2 | 750 / 0.031 | 120 / 0.5 |", text)
+        self.assertNotIn("s1", text)
+        self.assertTrue(os.path.getsize(os.path.join(out, "spread.png")) > 1000)
+
     def test_grids_without_a_probed_run_say_so(self):
         out = self.get_temp_dir()
         with open(os.path.join(out, "results.json"), "w") as f:

@@ -117,6 +117,7 @@ class CallbacksTest(tu.TestCase):
             "d_loss": 0.5,
             "g_loss": 1.0,
             "real_logit": np.float32(2.0),
+            "fake_spread": np.float32(0.0625),
             "augment_p": np.float32(0.25),
             "stray": 0.125,
             "stray_cosine": 0.5,
@@ -124,8 +125,8 @@ class CallbacksTest(tu.TestCase):
         }
         evaluation.on_epoch_end(0, logs)
         entry = evaluation.history[0]
-        signals = ("d_loss", "g_loss", "real_logit", "augment_p", "stray", "stray_cosine")
-        self.assertEqual([entry[key] for key in signals], [0.5, 1.0, 2.0, 0.25, 0.125, 0.5])
+        signals = ("d_loss", "g_loss", "real_logit", "fake_spread", "augment_p", "stray", "stray_cosine")
+        self.assertEqual([entry[key] for key in signals], [0.5, 1.0, 2.0, 0.0625, 0.25, 0.125, 0.5])
         self.assertEqual([type(entry[key]) for key in signals], [float] * len(signals))  # plain JSON numbers
         self.assertNotIn("fake_logit", entry)  # not logged: not invented
         self.assertNotIn("steps_per_second", entry)  # throughput, not a training signal

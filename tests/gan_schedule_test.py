@@ -314,7 +314,6 @@ class AutoTest(tu.TestCase):
         self.assertRegex(printed.getvalue(), "^$")  # the second: no decision, no line
         self.assertEqual(two.history.history["real_logit"][:2], logs["real_logit"])  # the same two fused updates
 
-
     def test_on_g_spread_under_two_replicas_every_replica_decides_on_the_mean_spread(self):
         x, _ = data(n=16)  # one step an epoch: the logged spread is the update's, averaged over replicas
         with tu.two_cpu_strategy().scope():
@@ -327,6 +326,7 @@ class AutoTest(tu.TestCase):
         two.fit(x, batch_size=16, epochs=3, shuffle=False, verbose=0)
         self.assertEqual(two.history.history["alternated"], [0, 0, 1], spreads)
         self.assertAllClose(float(two.schedule._state["asked"].numpy()), mean, rtol=1e-5)
+
 
 if __name__ == "__main__":
     tf.test.main()

@@ -178,7 +178,9 @@ class ScheduleTest(tu.TestCase):
         for update in (2, 3):  # alternating spreads G out: a window at peak ends the stretch for good
             auto.observe_logs(auto.other, {"fake_spread": tf.constant(0.625)}, tf.constant(update, tf.int64))
         self.assertEqual(int(auto._state["until"].numpy()), 4)
-        self.assertEqual(auto.switch_note(4), "G update 4: fused from here on (1 window in a row of mean spread >= 0.5)")
+        self.assertEqual(
+            auto.switch_note(4), "G update 4: fused from here on (1 window in a row of mean spread >= 0.5)"
+        )
         self.assertEqual(schedules.get(auto.get_config()).signal, "spread")
 
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):

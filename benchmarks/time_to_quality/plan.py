@@ -98,6 +98,17 @@ STABILIZERS = {
         "warmup": 0,
         "alternate_every": 0,
     },
+    # Auto on G's spread (`fake_spread`): alternating 100 updates after each 10 readings (100
+    # updates) whose mean spread is below 0.3, until a window reads 0.45 or more (the MNIST
+    # screen's fused seeds read 0.19-0.26 while stalled, 0.46-0.50 by 500 updates on the two that
+    # escaped: docs/quality.md, "G's spread"; chosen on those seeds).
+    "auto_spread": {
+        "auto.threshold": 0.3,
+        "auto.signal": "spread",
+        "auto.peak": 0.45,
+        "warmup": 0,
+        "alternate_every": 0,
+    },
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

@@ -278,7 +278,8 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual([line.split(":")[0] for line in said[1:]], ["step 4/1,000", "step 10/1,000"])
         self.assertRegex(
             said[2],
-            r"^step 10/1,000: 10 s/update, d_loss [\d.]+, g_loss [\d.]+; about 2 h 45 min left; samples: .*latest.png$",
+            r"^step 10/1,000: 10 s/update, d_loss [\d.]+, g_loss [\d.]+, fake_spread [\d.]+; about 2 h 45 min left; "
+            r"samples: .*latest.png$",
         )
         self.assertEqual(sorted(os.listdir(os.path.join(directory, "samples"))), ["epoch_0001.png", "latest.png"])
         quiet = callbacks.Progress(1000, None, every_minutes=1, lines=False, log=said.append, clock=lambda: now[0])

@@ -386,12 +386,18 @@ def _duration(seconds):
     return f"{hours} h {minutes:02d} min" if hours < 48 else f"{hours // 24} d {hours % 24} h"
 
 
+#: What a progress line quotes of the logs: the losses, and G's spread across a batch against the
+#: data's (near 0: one sample for every latent, the sign of fused's early stall at 64 px).
+_PROGRESS_LOGS = ("d_loss", "g_loss", "fake_spread")
+
+
 class Progress(keras.callbacks.Callback):
     """A long run you can follow: once the first updates are timed (the first train-function
     call, which traces, left out), one line with the time per update and the expected time to
     the end; then every `every_minutes`, a sample grid `samples/latest.png` (so that the first
     grid comes within minutes, not after the first epoch) and, with `lines=True` (a log file, not
-    a terminal's progress bar), a progress line. Rates count the train-function calls' own time
+    a terminal's progress bar), a progress line (the rate, the losses, G's `fake_spread`, the
+    time left). Rates count the train-function calls' own time
     (evaluations, checkpoints and grids between them left out), and each line quotes the rate
     since the line before, so that after a schedule's switch (a warm start's alternating
     updates, then fused ones) it quotes the form now training. Reading G for the grid changes
@@ -465,7 +471,7 @@ class Progress(keras.callbacks.Callback):
             rate = self._rate_since(self._line_from, step) if step > self._line_from[1] else self.seconds_per_update
         self._line_from = (self._trained, step)
         left = (self.total_steps - step) * rate if rate is not None else None
-        losses = ", ".join(f"{k} {float(logs[k]):.4g}" for k in ("d_loss", "g_loss") if logs and k in logs)
+        losses = ", ".join(f"{k} {float(logs[k]):.4g}" for k in _PROGRESS_LOGS if logs and k in logs)
         grid = f"; samples: {os.path.join(self.grid.directory, 'latest.png')}" if self.grid is not None else ""
         said = ", ".join(part for part in (f"{rate:.3g} s/update" if rate is not None else "", losses) if part)
         remaining = f"; about {_duration(left)} left" if left is not None else ""

@@ -42,39 +42,33 @@ class StraySignalTest(tu.TestCase):
         self.assertNotIn("alternating", text.split("\n\n", 2)[2])  # not probed: no row
         self.assertTrue(os.path.getsize(os.path.join(out, "stray.png")) > 1000)
 
-    def test_d_logits_gap_beside_quality_for_every_run_that_recorded_them(self):
+    def written(self, runs, signal, stem):
+        """The page `stray_signal.py --signal=SIGNAL` writes from a grid of `runs` (its figure checked)."""
         out = self.get_temp_dir()
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"runs": runs}, f)
+        stray_signal.main([out, f"--signal={signal}"])
+        self.assertTrue(os.path.getsize(os.path.join(out, f"{stem}.png")) > 1000)
+        with open(os.path.join(out, f"{stem}.md")) as f:
+            return f.read()
+
+    def test_d_logits_gap_beside_quality_for_every_run_that_recorded_them(self):
         logged = run(0, [700.0, 12.5], [0.1, 0.2], form="alternating")
         for entry, (real, fake) in zip(logged["history"], ((5.5, -1.25), (0.75, -0.5))):
             entry.update(real_logit=real, fake_logit=fake)
-        with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump({"runs": [logged, run(1, [650.0], [0.125])]}, f)  # seed 1 from before the logits
-
-        stray_signal.main([out, "--signal=logit_gap"])
-
-        with open(os.path.join(out, "logits.md")) as f:
-            text = f.read()
+        text = self.written([logged, run(1, [650.0], [0.125])], "logit_gap", "logits")  # seed 1: before the logits
         self.assertIn("### mnist: fid / real / fake / gap at each evaluation", text)
         self.assertIn("| alternating s0 | 700 / 5.5 / -1.2 / 6.8 | 12.5 / 0.75 / -0.5 / 1.2 |", text)
         self.assertNotIn("s1", text)  # no logits recorded: no row
-        self.assertTrue(os.path.getsize(os.path.join(out, "logits.png")) > 1000)
 
     def test_g_spread_beside_quality_for_every_run_that_recorded_it(self):
-        out = self.get_temp_dir()
         logged = run(2, [750.0, 120.0], [0.1, 0.2])
         for entry, spread in zip(logged["history"], (0.03125, 0.5)):
             entry["fake_spread"] = spread
-        with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump({"runs": [logged, run(1, [650.0], [0.125])]}, f)  # seed 1 from before the spread
-
-        stray_signal.main([out, "--signal=spread"])
-
-        with open(os.path.join(out, "spread.md")) as f:
-            text = f.read()
+        text = self.written([logged, run(1, [650.0], [0.125])], "spread", "spread")  # seed 1: before the spread
         self.assertIn("### mnist: fid / spread at each evaluation", text)
         self.assertIn("| fused s2 | 750 / 0.031 | 120 / 0.5 |", text)
         self.assertNotIn("s1", text)
-        self.assertTrue(os.path.getsize(os.path.join(out, "spread.png")) > 1000)
 
     def test_grids_without_a_probed_run_say_so(self):
         out = self.get_temp_dir()

@@ -8,6 +8,9 @@
     python benchmarks/quality.py --tasks=digits32 --forms=alternating,fused --seeds=3 \\
         --out=benchmarks/results/quality_plateau --seconds_per_update=alternating=0.35,fused=0.27
         # image GANs at SNGAN widths: ~30-40 min a run; the finished runs are kept in the repository
+    python benchmarks/quality.py --tasks=mnist --forms=fused --seeds=3 --only_seeds=2 --out=DIR
+        # one seed of a three-seed grid now (a run of hours, one a session); the same command with
+        # --only_seeds=0, 1 later (or on another machine, given DIR's results.json) fills it in
 
 Every run is `train_lib.train(config, workdir)` on the config of `configs/<task>.py` with only
 `loss`, `form` and `seed` changed (`--quick`: also the steps and evaluation sizes of `QUICK`;
@@ -118,6 +121,13 @@ def _define_flags():
     flags.DEFINE_integer(
         "seeds", 0, "seeds per task (0: the task's, or its quick seeds with --quick)", flag_values=values
     )
+    flags.DEFINE_list(
+        "only_seeds",
+        [],
+        "train only these seeds' runs of the grid now (a run of hours, one a session); the others stay to train "
+        "in a later invocation of the same command (empty: all)",
+        flag_values=values,
+    )
     flags.DEFINE_multi_string("override", [], "KEY=VALUE set in every run's config (dotted keys)", flag_values=values)
     flags.DEFINE_list(
         "stabilizers", ["defaults"], "rows per form: names of STABILIZERS (or --define_stabilizer)", flag_values=values
@@ -178,6 +188,21 @@ class Progress:
         )
 
 
+def _only_seeds(texts):
+    """The seeds of `--only_seeds` as a set of ints (None: empty, all seeds); a bad one: flags.Error."""
+    if not texts:
+        return None
+    try:
+        seeds = {int(text) for text in texts}
+    except ValueError:
+        raise flags.Error(
+            f"--only_seeds takes seed numbers, e.g. --only_seeds=2; received {','.join(texts)!r}"
+        ) from None
+    if min(seeds) < 0:
+        raise flags.Error(f"--only_seeds takes seeds >= 0; received {','.join(texts)!r}")
+    return seeds
+
+
 def _describe(rec):
     if rec["status"] != "done":
         return (
@@ -213,6 +238,7 @@ def _run(argv):
         unknown = sorted(set(values.tasks) - set(TASKS)) + sorted(set(values.forms) - set(FORMS))
         if unknown:
             raise flags.Error(f"unknown tasks or forms {unknown}; tasks: {', '.join(TASKS)}, forms: {', '.join(FORMS)}")
+        only_seeds = _only_seeds(values.only_seeds)
     except flags.Error as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -253,7 +279,7 @@ def _run(argv):
     if left_out:
         print(f"{len(left_out)} runs left out: the same config as another row's ({', '.join(left_out[:4])}...)")
     try:
-        grid.resume()
+        grid.resume(only_seeds)
         refused = None
     except ConfigError as err:
         refused = err
@@ -271,7 +297,8 @@ def _run(argv):
     )
     print(
         f"{grid.description}; {len(grid.runs)} runs, {grid.done} done in {out}, {len(grid.todo)} to run "
-        f"(~{_clock(sum(estimates))} at the costs of benchmarks/time_to_quality/tasks.py, which another CPU can "
+        + (f"now, {len(grid.deferred)} left for later (--only_seeds) " if grid.deferred else "")
+        + f"(~{_clock(sum(estimates))} at the costs of benchmarks/time_to_quality/tasks.py, which another CPU can "
         "miss severalfold; a run of hours prints its own estimate once timed)",
         flush=True,
     )

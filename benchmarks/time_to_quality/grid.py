@@ -44,7 +44,8 @@ class Grid:
       seconds_per_update, references: those stored in results.json, with the ones given added.
       runs: `[(Run, config)]` planned (`plan`); `todo`: those of them to train (`resume`).
       lengthenings: `{run id: (G updates trained, G updates now)}` of the finished runs of `todo`
-        that train on to a longer schedule.
+        that train on to a longer schedule; `deferred`: the runs left to train that `resume`
+        was told to leave to a later invocation (`seeds`).
     """
 
     def __init__(self, out, description, seconds_per_update=None, references=()):
@@ -63,7 +64,7 @@ class Grid:
         self.references = list(dict.fromkeys([*self._stored.get("references", []), *references]))
         for directory in self.references:
             reference_path(directory)
-        self.runs, self.todo, self.lengthenings = [], [], {}
+        self.runs, self.todo, self.lengthenings, self.deferred = [], [], {}, []
 
     def plan(self, tasks, forms, seeds, losses, stabilizers=("defaults",), quick=False, overrides=(), definitions=None):
         """Plans the runs (`plan.plan`) with their configs (`plan.make_config`, the cache under
@@ -81,32 +82,41 @@ class Grid:
         self.runs, left_out = planning.distinct(runs)
         return left_out
 
-    def resume(self):
+    def resume(self, seeds=None):
         """Sets `todo`, the planned runs to train: those results.json does not hold finished
         (never run, or failed: a diverged run is finished), and the finished runs of a schedule
         lengthened (`lengthened`: they train on from their checkpoints; `lengthenings`).
+        `seeds`: train only the runs of these seeds now (None: all); the others are `deferred`,
+        to a later invocation of the same grid (a run of hours, one a session).
 
         Raises:
           ConfigError: results.json holds a planned run with another config (`todo` and
             `lengthenings` then hold the runs before it).
         """
-        self.todo, self.lengthenings = [], {}
+        self.todo, self.lengthenings, self.deferred = [], {}, []
         for r, config in self.runs:
-            old = self.records.get(r.id)
+            old, lengthening = self.records.get(r.id), None
             if old is None or old["status"] not in ("done", "diverged"):  # never run, or failed: (re)run
-                self.todo.append((r, config))
+                pass
             elif old["status"] == "done" and lengthened(r.task, old["config"], json_values(config)):
-                self.todo.append((r, config))
-                self.lengthenings[r.id] = (old["config"]["steps"], config.steps)
+                lengthening = (old["config"]["steps"], config.steps)
             elif planning.comparable(old["config"]) != planning.comparable(json_values(config)):
                 raise ConfigError(
                     f"{self.path} holds run {r.id} with another config; pass another --out (or delete it to rerun)."
                 )
+            else:
+                continue  # finished
+            if seeds is not None and r.seed not in seeds:
+                self.deferred.append(r)
+                continue
+            self.todo.append((r, config))
+            if lengthening:
+                self.lengthenings[r.id] = lengthening
 
     @property
     def done(self):
-        """How many planned runs are not to train (results.json holds them finished)."""
-        return len(self.runs) - len(self.todo)
+        """How many planned runs results.json holds finished (not to train, not deferred)."""
+        return len(self.runs) - len(self.todo) - len(self.deferred)
 
     def estimates(self):
         """The seconds each run of `todo` will take here (a lengthened one: its updates left)."""

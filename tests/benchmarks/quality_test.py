@@ -57,6 +57,23 @@ class SecondsPerUpdateTest(tu.TestCase):
                 quality.parse_seconds_per_update([bad])
 
 
+class OnlySeedsTest(tu.TestCase):
+    def test_only_seeds_plans_the_whole_grid_and_trains_the_seeds_named(self):
+        out = os.path.join(self.get_temp_dir(), "quality")
+        status, printed = quiet_run(
+            "--dry_run", f"--out={out}", "--tasks=ring8", "--forms=fused", "--losses=nonsaturating", "--only_seeds=2,4"
+        )
+        self.assertEqual(status, 0, printed)
+        self.assertIn("5 runs, 0 done in", printed)
+        self.assertIn("2 to run now, 3 left for later (--only_seeds)", printed)
+
+    def test_only_seeds_must_be_seed_numbers(self):
+        for bad in ("two", "-1"):
+            status, printed = quiet_run("--dry_run", "--tasks=ring8", f"--only_seeds={bad}")
+            self.assertEqual(status, 2)
+            self.assertIn("error: --only_seeds takes seed", printed)
+
+
 class QuickGridTest(tu.TestCase):
     def setUp(self):
         super().setUp()

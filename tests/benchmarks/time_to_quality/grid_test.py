@@ -71,6 +71,20 @@ class GridTest(tu.TestCase):
             grid.resume()
         self.assertEqual([r.id for r, _ in grid.todo], ["ring8-nonsaturating-alternating-s0"])  # the runs before it
 
+    def test_only_the_seeds_asked_for_train_now_the_others_are_deferred_not_counted_done(self):
+        runs = [Run("ring8", "nonsaturating", "fused", seed) for seed in range(3)]
+        self.stored([(runs[0], "done", ()), (runs[1], "error", ())])
+        grid = Grid(self.out, "grid")
+        grid.plan(["ring8"], ["fused"], {"ring8": 3}, ["nonsaturating"])
+        grid.resume(seeds={2})
+        self.assertEqual([r.id for r, _ in grid.todo], [runs[2].id])
+        self.assertEqual([r.id for r in grid.deferred], [runs[1].id])  # the finished seed 0 is neither
+        self.assertEqual(grid.done, 1)
+        grid.resume(seeds={0, 1})
+        self.assertEqual(([r.id for r, _ in grid.todo], grid.deferred, grid.done), ([runs[1].id], [runs[2]], 1))
+        grid.resume()
+        self.assertEqual(([r.id for r, _ in grid.todo], grid.deferred), ([runs[1].id, runs[2].id], []))
+
     def test_a_finished_run_of_a_longer_schedule_trains_on_for_the_updates_it_has_left(self):
         run = Run("digits32", "nonsaturating", "fused", 0)
         self.stored([(run, "done", ())])

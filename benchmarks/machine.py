@@ -13,12 +13,15 @@ import os
 import platform
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-# As train.py (its TENSORFLOW_ENVIRONMENT): one inter-op thread, so one seed repeats; "0" is TensorFlow's default.
-os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), _ROOT)
+
+import train  # noqa: E402  (absl and ml_collections only: not TensorFlow)
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# train.py's: oneDNN on, one inter-op thread (the same seed, the same run); a value set wins.
+for _key, _value in train.TENSORFLOW_ENVIRONMENT.items():
+    os.environ.setdefault(_key, _value)
 
 #: The CPU flags that decide oneDNN's kernels and bfloat16's speed.
 FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile")

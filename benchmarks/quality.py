@@ -83,11 +83,13 @@ import sys
 import threading
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# As train.py: oneDNN on (TensorFlow enables it only on CPUs with AVX512-VNNI/BF16/AMX).
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# train.py's TensorFlow environment (oneDNN on, one inter-op thread: each run is train.py's run,
+# seed for seed), before anything loads TensorFlow.
+from benchmarks import machine  # noqa: E402, F401
+
+# isort: split
 import tf_fusedprop  # noqa: E402, F401  (first: it loads TensorFlow without its start-up lines)
 
 # isort: split
@@ -292,7 +294,7 @@ def _run(argv):
     print(
         f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
         f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "
-        f"load {env['load_average']}",
+        f"inter-op threads {env['inter_op_threads'] or 'default'}; load {env['load_average']}",
         flush=True,
     )
     print(

@@ -11,7 +11,8 @@ from tf_fusedprop import machine
 
 
 def environment():
-    """What the timings depend on: versions, CPU model and flags, threads, oneDNN, load."""
+    """What the timings depend on: versions, CPU model and flags, threads, oneDNN, the inter-op
+    threads TensorFlow was loaded with (None: its default, one per core), load."""
     present = machine.cpu_flags()
     cpu_flags = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in present]
     model = machine.cpu_model() or platform.processor()
@@ -23,6 +24,7 @@ def environment():
         "cpu_flags": cpu_flags,
         "cpus": os.cpu_count(),
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        "inter_op_threads": os.environ.get("TF_NUM_INTEROP_THREADS"),
         "load_average": round(os.getloadavg()[0], 2),
     }
 

@@ -411,7 +411,12 @@ def markdown(records, environment_, grid, seconds_per_update=None):
         "",
         f"{len(records)} runs; {grid}. {environment_['cpu']} ({environment_['cpus']} CPUs, "
         f"{' '.join(environment_['cpu_flags'])}), TF {environment_['tensorflow']}, Keras {environment_['keras']}, "
-        f"oneDNN {environment_['onednn']}.",
+        f"oneDNN {environment_['onednn']}"
+        + (
+            f", inter-op threads {environment_['inter_op_threads'] or 'TF default'}."
+            if "inter_op_threads" in environment_  # recorded since 2026-12-07
+            else "."
+        ),
         *(["", machines] if (machines := _machines(records)) else []),
         *(["", references] if (references := _references(records)) else []),
         "",

@@ -7,16 +7,21 @@ import dataclasses
 import io
 import os
 import signal
+import subprocess
+import sys
 from unittest import mock
 
 import tensorflow as tf
 
+import train
 from benchmarks import quality
 from benchmarks.time_to_quality.tasks import TASKS
 from tests import testing_utils as tu
 from tests.benchmarks.time_to_quality.fixtures import read_results
 from tf_fusedprop.experiment import config as fp_config
 from tf_fusedprop.experiment import interrupt, train_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 #: --quick shrunk to seconds: 2 epochs of 10 G updates, small evaluations, one seed; digits at
 #: 8 px (its FID classifier too) and width 8.
@@ -55,6 +60,23 @@ class SecondsPerUpdateTest(tu.TestCase):
         for bad in ("fused", "fused=0", "fused=fast", "=0.3"):
             with self.assertRaisesRegex(fp_config.ConfigError, "--seconds_per_update takes FORM=S or TASK/FORM=S"):
                 quality.parse_seconds_per_update([bad])
+
+
+class TensorFlowEnvironmentTest(tu.TestCase):
+    def test_the_harness_loads_tensorflow_as_train_py_does(self):
+        # In a fresh process (TensorFlow reads these once, when it loads), as a user's shell has it.
+        env = {k: v for k, v in os.environ.items() if k not in train.TENSORFLOW_ENVIRONMENT}
+        out = os.path.join(self.get_temp_dir(), "quality")
+        args = ["--dry_run", f"--out={out}", "--tasks=ring8", "--forms=fused", "--losses=nonsaturating", "--seeds=1"]
+        result = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "benchmarks", "quality.py"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertIn("oneDNN 1; inter-op threads 1;", result.stdout)
 
 
 class OnlySeedsTest(tu.TestCase):

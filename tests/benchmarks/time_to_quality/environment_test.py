@@ -10,7 +10,8 @@ class EnvironmentTest(tu.TestCase):
     def test_the_facts_timings_depend_on_and_the_machines_line(self):
         env = environment()
         self.assertEqual(
-            set(env), {"tensorflow", "keras", "python", "cpu", "cpu_flags", "cpus", "onednn", "load_average"}
+            set(env),
+            {"tensorflow", "keras", "python", "cpu", "cpu_flags", "cpus", "onednn", "inter_op_threads", "load_average"},
         )
         self.assertEqual(env["tensorflow"], tf.__version__)
         self.assertEqual(

@@ -278,6 +278,17 @@ class AutoTest(tu.TestCase):
         )
         self.assertEqual(gan.history.history["alternated"], [2, 2, 4, 4])  # the warm start's are alternating's
 
+    def test_a_warm_start_read_as_stalled_goes_on_alternating_on_g_spread(self):
+        # Read from the step's logs, the warm start's updates fill Auto's window: a spread below
+        # the threshold there asks for a stretch that starts where the warm start ends.
+        x, y = data()
+        auto_spread = fp.schedules.Auto("fused", threshold=100.0, every=1, window=2, hold=2, signal="spread")
+        gan = build(fp.schedules.Warmup(auto_spread, 2), steps_per_execution=2)
+        printed = fit(gan, x, y, epochs=3)
+        self.assertEqual(printed.splitlines()[0].split(" (")[0], "G update 2: alternating -> fused+alternating")
+        self.assertEqual(gan.history.history["alternated"], [2, 4, 6])  # never fused: every window stalls
+        self.assertEqual(int(auto_spread._state["until"].numpy()), 8)
+
     def test_under_two_replicas_every_replica_decides_on_the_summed_probe(self):
         x, _ = data(n=16)  # one step an epoch
         with tu.two_cpu_strategy().scope():

@@ -112,6 +112,15 @@ STABILIZERS = {
     # The same without `peak`: a stretch whenever a window reads below 0.3, at any time (after
     # the switch, fused narrowed the MNIST seed Auto had rescued to 0.14: docs/quality.md).
     "auto_spread_nopeak": {"auto.threshold": 0.3, "auto.signal": "spread", "warmup": 0, "alternate_every": 0},
+    # Start alternating, let the spread say when fused takes over and when it must stop: a warm
+    # start of 100 updates (ring8's shortest that kept every mode on 10 seeds), then the same
+    # Auto (the warm start's readings count: a window below 0.3 in it goes on alternating).
+    "warmup100_auto_spread": {
+        "warmup": 100,
+        "auto.threshold": 0.3,
+        "auto.signal": "spread",
+        "alternate_every": 0,
+    },
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

@@ -294,7 +294,7 @@ def _run(argv):
     print(
         f"quality: tensorflow {env['tensorflow']}, keras {env['keras']}, python {env['python']}; {env['cpu']}, "
         f"{env['cpus']} CPUs, flags {' '.join(env['cpu_flags']) or '-'}; oneDNN {env['onednn']}; "
-        f"inter-op threads {env['inter_op_threads'] or 'default'}; load {env['load_average']}",
+        f"inter-op threads {env['inter_op_threads'] or 'TF default'}; load {env['load_average']}",
         flush=True,
     )
     print(

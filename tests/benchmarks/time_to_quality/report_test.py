@@ -61,6 +61,13 @@ class PlateauThresholdTest(tu.TestCase):
         self.assertIn("| mnist | nonsaturating | fused | 0.24 | 1000 | 240 | 0.53x | 1500 | 360 | 0.80x |", table)
         self.assertIn("| 2/3 (FID <= 12.1 (1.1x alternating's mean final FID)) |", table)
         self.assertNotIn("Time modelled", markdown(plateau_records(), environment(), "grid"))
+        threads = {**environment(), "inter_op_threads": "1"}
+        self.assertIn(", inter-op threads 1.", markdown(plateau_records(), threads, "grid"))
+        self.assertIn(
+            ", inter-op threads TF default.", markdown(plateau_records(), {**threads, "inter_op_threads": None}, "grid")
+        )
+        recorded_before = {k: v for k, v in threads.items() if k != "inter_op_threads"}
+        self.assertNotIn("inter-op", markdown(plateau_records(), recorded_before, "grid"))
 
     def test_a_warm_starts_updates_are_modelled_at_alternatings_seconds(self):
         seconds = {"alternating": 0.3, "fused": 0.24}

@@ -2,7 +2,7 @@
 
     python benchmarks/quality.py --tasks=mnist --forms=fused --override=steps=4000 \\
         --override=alternate_every=0 --override=probe.every=10 --out=DIR      # probed runs
-    python benchmarks/stray_signal.py DIR [DIR ...] [--signal=stray|logit_gap|spread] [--out=FILE_STEM]
+    python benchmarks/stray_signal.py DIR [DIR ...] [--signal=stray|logit_gap|spread|coverage] [--out=FILE_STEM]
 
 Reads the finished and stopped runs of each time-to-quality grid (`DIR/results.json`) whose
 history holds the signal, and writes, per task, each run's quality metric and the signal's
@@ -16,7 +16,10 @@ runs that stalled with runs that did not (issue 62, step 2). Signals (`SIGNALS`)
   gap (real - fake: how sure D is), recorded by every run since they entered the records;
 * `spread` (`spread.md`): the epoch mean of `fake_spread`, how far apart G's samples are across a
   batch against the real batch's (`tf_fusedprop.steps.spread_ratio`: near 0 when G draws one
-  sample for every latent), recorded by every run since it entered the records.
+  sample for every latent), recorded by every run since it entered the records;
+* `coverage` (`coverage.md`): the epoch mean of `fake_coverage`, the share of a real batch G's
+  samples cover (`tf_fusedprop.steps.coverage`: ~0.97 when G draws as the data does, lower where
+  it left modes), recorded by every run since it entered the records.
 """
 
 import argparse
@@ -75,6 +78,18 @@ SIGNALS = {
             "Per evaluation: the task's metric and the epoch's mean `fake_spread`: the mean over pixels of the "
             "standard deviation across a batch of G's samples, over the same of the real batch (near 0: G draws "
             "one sample for every latent).\n\n"
+        ),
+    },
+    "coverage": {
+        "key": "fake_coverage",
+        "columns": (("coverage", lambda e: e.get("fake_coverage"), 2),),
+        "plot": (lambda e: e.get("fake_coverage"), "G's coverage of the real batch", "linear"),
+        "stem": "coverage",
+        "header": (
+            "# G's coverage beside quality\n\nWritten by `benchmarks/stray_signal.py --signal=coverage` from "
+            "{grids}. Per evaluation: the task's metric and the epoch's mean `fake_coverage`: the share of a real "
+            "batch's samples that have one of G's samples nearer than their 5th nearest real neighbour (~0.97 when G "
+            "draws as the data does, lower by the share of the batch in modes G left).\n\n"
         ),
     },
 }

@@ -46,7 +46,7 @@ class PhasesTest(tu.TestCase):
         self.assertEqual(forms.Alternating().phases[-1].logs, ("g_loss",))
         self.assertEqual(
             set(forms.get("inverse").phases[0].logs),
-            {"d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread", "real_sign"},
+            {"d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread", "fake_coverage", "real_sign"},
         )
         self.assertFalse(forms.Alternating().shares_loss_scale)
         self.assertTrue(forms.get("fused").shares_loss_scale)

@@ -62,7 +62,9 @@ class FitTest(tu.TestCase):
         gan = make_gan(form, loss=loss, iter_size=iter_size, batch_norm=True, spectral_norm=True)
         before = weights(gan)
         history = gan.fit(images(32), batch_size=8, epochs=1, verbose=0)
-        self.assertEqual(set(history.history), {"d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread"})
+        self.assertEqual(
+            set(history.history), {"d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread", "fake_coverage"}
+        )
         self.assertTrue(all(np.isfinite(v[-1]) for v in history.history.values()))
         changed = [not np.allclose(a, b) for a, b in zip(before, weights(gan))]
         n_d = len(gan.discriminator.trainable_weights)

@@ -183,6 +183,21 @@ class ScheduleTest(tu.TestCase):
         )
         self.assertEqual(schedules.get(auto.get_config()).signal, "spread")
 
+    def test_auto_on_g_coverage_follows_the_coverage_not_the_spread(self):
+        auto = schedules.Auto("fused", threshold=0.85, every=1, window=2, hold=10, signal="coverage")
+        self.assertIsNone(auto.probe_every)
+        auto.attach()
+        self.assertIsNone(auto.switch_note(0))
+        for update, coverage in ((0, 0.75), (1, 0.875)):  # mean 0.8125 < 0.85: G left modes, drawing widely
+            logs = {"fake_spread": tf.constant(0.625), "fake_coverage": tf.constant(coverage)}
+            auto.observe_logs(auto.form, logs, tf.constant(update, tf.int64))
+        self.assertEqual(int(auto._state["until"].numpy()), 12)
+        self.assertEqual(
+            auto.switch_note(2),
+            "G update 2: fused -> alternating (mean coverage 0.812 < 0.85 over the last 2 readings)",
+        )
+        self.assertEqual(schedules.get(auto.get_config()).signal, "coverage")
+
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
         auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
         auto.attach()

@@ -106,6 +106,7 @@ class ExactnessTest(tu.TestCase):
         self.assertAllClose(result.d_loss, np.mean((y[:6] - 1) ** 2) + np.mean(y[6:] ** 2))
         self.assertAllClose(result.g_loss, np.mean((y[6:] - 1) ** 2))
         self.assertAllClose(result.fake_spread, numpy_spread(fake) / numpy_spread(real), rtol=1e-5)
+        self.assertAllClose(result.fake_coverage, numpy_coverage(fake, real, k=5))
 
 
 def numpy_spread(samples):
@@ -128,6 +129,47 @@ class SpreadTest(tu.TestCase):
         real = np.random.default_rng(1).normal(size=(8, 5)).astype(np.float32)
         self.assertEqual(float(steps.spread_ratio(np.repeat(real[:1], 8, axis=0), real)), 0.0)
         self.assertEqual(float(steps.spread_ratio(real, np.zeros_like(real))), 0.0)  # no spread to compare with
+
+
+def numpy_coverage(fake, real, k):
+    """Naeem et al.'s coverage of `real` by `fake` within one batch, by loops in float64."""
+    fake = np.asarray(fake, np.float64).reshape(len(fake), -1)
+    real = np.asarray(real, np.float64).reshape(len(real), -1)
+    covered = 0
+    for i, row in enumerate(real):
+        others = sorted(np.sum((other - row) ** 2) for j, other in enumerate(real) if j != i)
+        radius = others[min(k, len(others)) - 1]
+        covered += min(np.sum((f - row) ** 2) for f in fake) < radius
+    return covered / len(real)
+
+
+class CoverageTest(tu.TestCase):
+    """`coverage`: the share of the real batch with a fake sample among its nearest neighbours."""
+
+    def test_coverage_equals_the_definition_by_loops(self):
+        rng = np.random.default_rng(0)
+        real = rng.normal(size=(24, 3, 3, 2)).astype(np.float32)
+        fake = (rng.normal(size=(24, 3, 3, 2)) + 0.7).astype(np.float32)
+        for k in (1, 3, 5):
+            expected = numpy_coverage(fake, real, k)
+            self.assertGreater(expected, 0.0)
+            self.assertLess(expected, 1.0)
+            self.assertAllClose(steps.coverage(fake, real, k=k), expected, msg=f"k={k}")
+
+    def test_samples_drawn_as_the_data_cover_it_and_missing_modes_are_not_covered(self):
+        rng = np.random.default_rng(1)
+        modes = 10.0 * np.eye(8, dtype=np.float32)  # eight well-separated modes
+        real = modes[rng.integers(0, 8, size=256)] + rng.normal(size=(256, 8)).astype(np.float32) * 0.3
+        alike = modes[rng.integers(0, 8, size=256)] + rng.normal(size=(256, 8)).astype(np.float32) * 0.3
+        self.assertAllClose(steps.coverage(alike, real), 1 - 2.0**-5, atol=0.04)
+        half = alike[np.argmax(alike, axis=1) < 4]  # G drawing four of the eight modes, widely
+        share_in_them = np.mean(np.argmax(real, axis=1) < 4)
+        self.assertAllClose(steps.coverage(half, real), share_in_them, atol=0.04)
+
+    def test_k_is_clipped_to_the_batch_and_one_real_row_covers_nothing(self):
+        real = np.array([[0.0], [1.0], [3.0]], np.float32)
+        self.assertAllClose(steps.coverage(np.array([[0.9]], np.float32), real, k=5), numpy_coverage([[0.9]], real, 5))
+        self.assertEqual(float(steps.coverage(real[:1], real[:1])), 0.0)
 
 
 def saturated_discriminator(logit, dtype):
@@ -291,6 +333,7 @@ class ConventionalStepTest(tu.TestCase):
         state.restore()
         fake = generator(z, training=True)
         self.assertAllClose(result.fake_spread, numpy_spread(fake) / numpy_spread(real), rtol=1e-5)
+        self.assertAllClose(result.fake_coverage, numpy_coverage(fake, real, k=5))
         expected, _ = two_tape_simgd(generator, discriminator, real, z, "nonsaturating")
         self.assertLess(tu.max_relative_difference(result.d_grads, expected), 1e-6)
 

@@ -59,7 +59,7 @@ class Phase(collections.namedtuple("Phase", ["name", "players", "logs", "gradien
       players: the players it updates ("discriminator", "generator").
       logs: the names of the scalar diagnostics it reports (`d_loss`, `g_loss`, `real_logit`,
         `fake_logit`; a phase that updates D also `fake_spread`, `steps.spread_ratio` of G's
-        samples to the real batch, and `real_sign`, the mean of `sign(D(real))`, which an
+        samples to the real batch, `fake_coverage`, their `steps.coverage` of it, and `real_sign`, the mean of `sign(D(real))`, which an
         adaptive `DiffAugment` follows).
       gradients: `(generator, discriminator, batch, loss, options) -> (grads, logs)`: `grads`
         maps each player it updates to gradients aligned with its trainable variables, `logs`
@@ -74,11 +74,12 @@ def _d_logs(r):
         "real_logit": tf.reduce_mean(r.real_logits),
         "fake_logit": tf.reduce_mean(r.fake_logits),
         "fake_spread": r.fake_spread,
+        "fake_coverage": r.fake_coverage,
         "real_sign": tf.reduce_mean(tf.sign(r.real_logits)),
     }
 
 
-_D_LOGS = ("d_loss", "real_logit", "fake_logit", "fake_spread", "real_sign")
+_D_LOGS = ("d_loss", "real_logit", "fake_logit", "fake_spread", "fake_coverage", "real_sign")
 
 
 def _discriminator_gradients(generator, discriminator, batch, loss, options):

@@ -19,7 +19,7 @@ from tf_fusedprop.update import DivergenceRecord, Updater
 
 __all__ = ["FusedPropGAN"]
 
-LOGS = ("d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread")
+LOGS = ("d_loss", "g_loss", "real_logit", "fake_logit", "fake_spread", "fake_coverage")
 D, G = "discriminator", "generator"
 
 
@@ -146,7 +146,9 @@ class FusedPropGAN(keras.Model):
 
     Metrics: `d_loss` (with the penalties), `g_loss`, `real_logit` (mean D(real)), `fake_logit`,
     `fake_spread` (how far apart G's samples are across a batch, against the real batch's: near 0
-    when G draws one sample for every latent; `steps.spread_ratio`);
+    when G draws one sample for every latent; `steps.spread_ratio`), `fake_coverage` (the share
+    of a batch's real samples with a generated one among their nearest neighbours: ~0.97 when G
+    covers the data, lower as G leaves modes; `steps.coverage`);
     with an adaptive augmentation (`DiffAugment(..., p="auto")`) also `real_sign` (the epoch's
     mean of sign(D(real)), ADA's signal), with `held_out` images `real_above_held_out` (the mean
     of `P(D(real) > D(held_out))` over the epoch's adjustments, the signal it then follows), and

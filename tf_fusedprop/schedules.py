@@ -14,7 +14,7 @@ resumed on either side of a switch trains as an uninterrupted one.
 | `Constant(form)` | `form`, always (what a plain form means to `FusedPropGAN`) |
 | `Warmup(form, updates, start)` | `start` (AltGD) while `u < updates`, then what `form` says |
 | `Periodic(form, every, other)` | `other` (AltGD) when `(u + 1) % every == 0`, else `form` |
-| `Auto(form, threshold, every, window, hold, peak, peak_windows, other, signal)` | `form`, and `other` (AltGD) for `hold` updates after each `window` readings whose mean says a stall (the stray probe's below `threshold`, or D's logit gap above it), until `peak_windows` windows in a row have read `peak` (the other side) |
+| `Auto(form, threshold, every, window, hold, peak, peak_windows, other, signal)` | `form`, and `other` (AltGD) for `hold` updates after each `window` readings whose mean says a stall (the stray probe's, G's spread or coverage below `threshold`, or D's logit gap above it), until `peak_windows` windows in a row have read `peak` (the other side) |
 
 `Auto`'s switch depends on what the run measures (`tf_fusedprop.stray_probe`): its state (`attach`) is a few variables that the train
 step updates (`observe`, `trained`) and `fit` reads between calls, saved with the model, so a
@@ -326,6 +326,10 @@ SIGNALS = {
     # from the step's logs: near 0 where G draws one sample for every latent, as fused's
     # stalls at 64 px do (docs/quality.md).
     "spread": _Signal("spread", stall_below=True, read=lambda logs: tf.cast(logs["fake_spread"], tf.float64)),
+    # The share of the real batch G's samples cover (`steps.coverage`), from the step's logs:
+    # ~0.97 where G draws the data's modes, lower where it left some, which the spread does
+    # not see (MNIST seed 2's plateau, docs/quality.md).
+    "coverage": _Signal("coverage", stall_below=True, read=lambda logs: tf.cast(logs["fake_coverage"], tf.float64)),
 }
 
 
@@ -352,6 +356,9 @@ class Auto(Schedule):
     (`fake_spread`, the step's own logs) the same way, and alternates where a window's mean is
     *below* `threshold` (G drawing nearly one sample for every latent); `peak` is then a spread
     at or above it.
+    `signal="coverage"` reads, the same way, the share of the real batch's samples that G's
+    cover (`fake_coverage`, `steps.coverage`: ~0.97 where G draws every mode of the batch), and
+    alternates where a window's mean is below `threshold` (G has left modes).
 
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it (update u: it ends before update
@@ -366,17 +373,18 @@ class Auto(Schedule):
       form: the form of most updates (a `Form`, a name of `forms.FORMS` or a `get_config()`
         dict); the probe measures its simultaneous updates (alternating alone is never probed,
         so it trains alone).
-      threshold: the mean stray (or spread) below which the run alternates (> 0); with
+      threshold: the mean stray (spread, coverage) below which the run alternates (> 0); with
         "logit_gap", the mean gap above which it does (any finite number).
       every: G updates between probes.
       window: probes whose mean decides.
       hold: G updates of `other` after a decision to alternate.
-      peak: the window mean from which on it no longer alternates (the stray and the spread:
+      peak: the window mean from which on it no longer alternates (the stray, spread, coverage:
         >= peak, above `threshold`; the logit gap: <= peak, below it); None: it always may.
       peak_windows: the windows in a row at `peak` after which it no longer alternates (1: the
         first window at `peak`).
       other: the alternating form.
-      signal: the reading it follows, a name of `SIGNALS`: "stray", "logit_gap" or "spread".
+      signal: the reading it follows, a name of `SIGNALS`: "stray", "logit_gap", "spread" or
+        "coverage".
     """
 
     def __init__(
@@ -457,7 +465,7 @@ class Auto(Schedule):
             self._read(stray, probed, update)
 
     def observe_logs(self, form, logs, update):
-        """With a signal read from the step's logs ("logit_gap", "spread"), every `every`-th G
+        """With a signal read from the step's logs ("logit_gap", "spread", "coverage"), every `every`-th G
         update, whichever form trained it: the reading, its mean over the replicas, to the
         window (see `_read`). Alternating's updates are read too, so a stretch goes on while
         the reading says the run still stalls."""

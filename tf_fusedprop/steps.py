@@ -48,6 +48,7 @@ __all__ = [
     "layers_of",
     "probe_batch",
     "single_pass_step",
+    "coverage",
     "spread",
     "spread_ratio",
     "two_pass_step",
@@ -55,19 +56,21 @@ __all__ = [
 
 
 StepResult = collections.namedtuple(
-    "StepResult", ["d_grads", "g_grads", "d_loss", "g_loss", "real_logits", "fake_logits", "fake_spread"]
+    "StepResult",
+    ["d_grads", "g_grads", "d_loss", "g_loss", "real_logits", "fake_logits", "fake_spread", "fake_coverage"],
 )
 StepResult.__doc__ = """Gradients and diagnostics of one simultaneous step.
 
 `d_grads`/`g_grads` align with the players' `trainable_variables`; `d_loss` is
 `mean(d_real) + mean(d_fake)`, `g_loss` is `mean(g)`; logits are D's outputs (at least float32);
-`fake_spread` is `spread_ratio(fake, real)` of the step's samples."""
+`fake_spread` is `spread_ratio(fake, real)` and `fake_coverage` `coverage(fake, real)` of the
+step's samples."""
 
 DiscriminatorStep = collections.namedtuple(
-    "DiscriminatorStep", ["d_grads", "d_loss", "real_logits", "fake_logits", "fake_spread"]
+    "DiscriminatorStep", ["d_grads", "d_loss", "real_logits", "fake_logits", "fake_spread", "fake_coverage"]
 )
-DiscriminatorStep.__doc__ = """D's gradients of a conventional D step, its loss, D's logits and
-`spread_ratio(fake, real)` of the step's samples."""
+DiscriminatorStep.__doc__ = """D's gradients of a conventional D step, its loss, D's logits,
+`spread_ratio(fake, real)` and `coverage(fake, real)` of the step's samples."""
 
 GeneratorStep = collections.namedtuple("GeneratorStep", ["g_grads", "g_loss", "d_grads"])
 GeneratorStep.__doc__ = """G's gradients of a conventional G step and its loss; `d_grads` are D's
@@ -331,13 +334,45 @@ def spread_ratio(fake, real):
     return tf.math.divide_no_nan(spread(fake), spread(real))
 
 
+#: The neighbour whose distance bounds each real row's ball in `coverage` (Naeem et al. 2020's k).
+COVERAGE_NEIGHBOURS = 5
+
+
+def _squared_distances(a, b):
+    """`[len(a), len(b)]` squared Euclidean distances between the rows of `a` and `b` (float32)."""
+    a2 = tf.reduce_sum(tf.square(a), axis=1)
+    b2 = tf.reduce_sum(tf.square(b), axis=1)
+    return tf.maximum(a2[:, None] + b2[None, :] - 2.0 * tf.matmul(a, b, transpose_b=True), 0.0)
+
+
+def coverage(fake, real, k=COVERAGE_NEIGHBOURS):
+    """The share of the real rows that have a fake row nearer than their `k`-th nearest other
+    real row (Naeem et al. 2020's coverage, within one batch, in input space), without
+    gradients: about `1 - 2^-k` (0.97 for k = 5) when the fake rows are drawn as the real ones
+    are, lower by about the share of the batch's real rows in modes G no longer draws (G's
+    spread does not see that: a G drawing four digits widely reads a spread of 0.6). `k` is
+    clipped to the real rows but one; 0 for fewer than two real rows."""
+    fake, real = tf.stop_gradient(fake), tf.stop_gradient(real)
+    flat = [tf.cast(tf.reshape(x, [tf.shape(x)[0], -1]), tf.float32) for x in (fake, real)]
+    fake, real = flat
+    n = tf.shape(real)[0]
+    between_real = tf.linalg.set_diag(_squared_distances(real, real), tf.fill([n], float("inf")))
+    k = tf.minimum(k, tf.maximum(n - 1, 1))
+    radius = tf.gather(tf.sort(between_real, axis=1), k - 1, axis=1)  # a sort: XLA takes no dynamic top_k
+    nearest_fake = tf.reduce_min(_squared_distances(real, fake), axis=1)
+    covered = tf.reduce_mean(tf.cast(nearest_fake < radius, tf.float32))
+    return tf.where(n > 1, covered, 0.0)
+
+
 class _Discriminated(
-    collections.namedtuple("_Discriminated", ["real_logits", "fake_logits", "logits", "penalty", "fake_spread"])
+    collections.namedtuple(
+        "_Discriminated", ["real_logits", "fake_logits", "logits", "penalty", "fake_spread", "fake_coverage"]
+    )
 ):
     """D's logits on one call (`logits`: all rows, for the parameter-scaling factor), a
     zero-argument `penalty` that forms the regularizers' value (call it after the factors of
     the backward pass are set: it back-propagates to D's input) and the fake samples'
-    `spread_ratio` (before augmentation)."""
+    `spread_ratio` and `coverage` (before augmentation)."""
 
 
 def _row_blocks(batch, fake, regularizers):
@@ -380,7 +415,9 @@ def _discriminate(discriminator, batch, fake, options):
         values = [r(grads[i * n : (i + 1) * n]) for r, i in zip(regularizers, targets)]
         return tf.add_n([tf.cast(value, logits.dtype) for value in values])
 
-    return _Discriminated(logits[:n], logits[n : 2 * n], logits, penalty, spread_ratio(fake, batch.real))
+    return _Discriminated(
+        logits[:n], logits[n : 2 * n], logits, penalty, spread_ratio(fake, batch.real), coverage(fake, batch.real)
+    )
 
 
 def single_pass_step(generator, discriminator, batch, loss, rule, *, options=None):
@@ -420,7 +457,9 @@ def single_pass_step(generator, discriminator, batch, loss, rule, *, options=Non
     variables = (discriminator.trainable_variables, generator.trainable_variables)
     d_grads, g_grads = _gradient(tape, objective, variables)
     d_loss = real_term + tf.reduce_mean(d_fake_values)
-    return StepResult(d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits, d.fake_spread)
+    return StepResult(
+        d_grads, g_grads, d_loss, tf.reduce_mean(g_values), d.real_logits, d.fake_logits, d.fake_spread, d.fake_coverage
+    )
 
 
 def two_pass_step(generator, discriminator, batch, loss, *, options=None):
@@ -436,7 +475,7 @@ def two_pass_step(generator, discriminator, batch, loss, *, options=None):
     d_grads = _gradient(tape, scaled_d_loss, discriminator.trainable_variables)
     g_grads = _gradient(tape, scaled_g_loss, generator.trainable_variables)
     del tape
-    return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits, d.fake_spread)
+    return StepResult(d_grads, g_grads, d_loss, g_loss, d.real_logits, d.fake_logits, d.fake_spread, d.fake_coverage)
 
 
 def discriminator_step(generator, discriminator, batch, loss="nonsaturating", *, options=None):
@@ -454,7 +493,7 @@ def discriminator_step(generator, discriminator, batch, loss="nonsaturating", *,
         d_loss = tf.reduce_mean(loss.d_real(d.real_logits)) + d.penalty() + tf.reduce_mean(loss.d_fake(d.fake_logits))
         objective = _scaled(d_loss, options)
     d_grads = _gradient(tape, objective, discriminator.trainable_variables)
-    return DiscriminatorStep(d_grads, d_loss, d.real_logits, d.fake_logits, d.fake_spread)
+    return DiscriminatorStep(d_grads, d_loss, d.real_logits, d.fake_logits, d.fake_spread, d.fake_coverage)
 
 
 def generator_step(

@@ -14,6 +14,7 @@ _TRAINING_SCALARS = {
     "real_logit",
     "fake_logit",
     "fake_spread",
+    "fake_coverage",
     "real_sign",
     "real_above_held_out",
     "augment_p",

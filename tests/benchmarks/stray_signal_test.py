@@ -61,14 +61,15 @@ class StraySignalTest(tu.TestCase):
         self.assertIn("| alternating s0 | 700 / 5.5 / -1.2 / 6.8 | 12.5 / 0.75 / -0.5 / 1.2 |", text)
         self.assertNotIn("s1", text)  # no logits recorded: no row
 
-    def test_g_spread_beside_quality_for_every_run_that_recorded_it(self):
-        logged = run(2, [750.0, 120.0], [0.1, 0.2])
-        for entry, spread in zip(logged["history"], (0.03125, 0.5)):
-            entry["fake_spread"] = spread
-        text = self.written([logged, run(1, [650.0], [0.125])], "spread", "spread")  # seed 1: before the spread
-        self.assertIn("### mnist: fid / spread at each evaluation", text)
-        self.assertIn("| fused s2 | 750 / 0.031 | 120 / 0.5 |", text)
-        self.assertNotIn("s1", text)
+    def test_g_spread_and_coverage_beside_quality_for_every_run_that_recorded_them(self):
+        for signal, key in (("spread", "fake_spread"), ("coverage", "fake_coverage")):
+            logged = run(2, [750.0, 120.0], [0.1, 0.2])
+            for entry, value in zip(logged["history"], (0.03125, 0.5)):
+                entry[key] = value
+            text = self.written([logged, run(1, [650.0], [0.125])], signal, signal)  # seed 1: recorded before
+            self.assertIn(f"### mnist: fid / {signal} at each evaluation", text)
+            self.assertIn("| fused s2 | 750 / 0.031 | 120 / 0.5 |", text)
+            self.assertNotIn("s1", text)
 
     def test_grids_without_a_probed_run_say_so(self):
         out = self.get_temp_dir()

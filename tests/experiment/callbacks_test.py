@@ -118,6 +118,7 @@ class CallbacksTest(tu.TestCase):
             "g_loss": 1.0,
             "real_logit": np.float32(2.0),
             "fake_spread": np.float32(0.0625),
+            "fake_coverage": np.float32(0.875),
             "augment_p": np.float32(0.25),
             "stray": 0.125,
             "stray_cosine": 0.5,
@@ -125,8 +126,17 @@ class CallbacksTest(tu.TestCase):
         }
         evaluation.on_epoch_end(0, logs)
         entry = evaluation.history[0]
-        signals = ("d_loss", "g_loss", "real_logit", "fake_spread", "augment_p", "stray", "stray_cosine")
-        self.assertEqual([entry[key] for key in signals], [0.5, 1.0, 2.0, 0.0625, 0.25, 0.125, 0.5])
+        signals = (
+            "d_loss",
+            "g_loss",
+            "real_logit",
+            "fake_spread",
+            "fake_coverage",
+            "augment_p",
+            "stray",
+            "stray_cosine",
+        )
+        self.assertEqual([entry[key] for key in signals], [0.5, 1.0, 2.0, 0.0625, 0.875, 0.25, 0.125, 0.5])
         self.assertEqual([type(entry[key]) for key in signals], [float] * len(signals))  # plain JSON numbers
         self.assertNotIn("fake_logit", entry)  # not logged: not invented
         self.assertNotIn("steps_per_second", entry)  # throughput, not a training signal
@@ -278,7 +288,7 @@ class CallbacksTest(tu.TestCase):
         self.assertEqual([line.split(":")[0] for line in said[1:]], ["step 4/1,000", "step 10/1,000"])
         self.assertRegex(
             said[2],
-            r"^step 10/1,000: 10 s/update, d_loss [\d.]+, g_loss [\d.]+, fake_spread [\d.]+; about 2 h 45 min left; "
+            r"^step 10/1,000: 10 s/update, d_loss [\d.]+, g_loss [\d.]+, fake_spread [\d.]+, fake_coverage [\d.]+; about 2 h 45 min left; "
             r"samples: .*latest.png$",
         )
         self.assertEqual(sorted(os.listdir(os.path.join(directory, "samples"))), ["epoch_0001.png", "latest.png"])

@@ -38,8 +38,8 @@ __all__ = [
 #: Minutes between a run's early sample grids and, in a log file, its progress lines (`Progress`).
 PROGRESS_MINUTES = 5
 #: Training signals of the epoch that an evaluation's history entry keeps beside the metrics:
-#: the players' losses, D's mean logits and G's spread across a batch against the data's (what a
-#: stall looks like from inside), an adaptive
+#: the players' losses, D's mean logits, G's spread across a batch against the data's (what a
+#: stall looks like from inside) and its coverage of the batch (what mode loss looks like), an adaptive
 #: augmentation's probability, a `StrayProbe`'s means over the epoch's probes, an `Auto`
 #: schedule's alternating updates so far.
 RECORDED_SIGNALS = (
@@ -48,6 +48,7 @@ RECORDED_SIGNALS = (
     "real_logit",
     "fake_logit",
     "fake_spread",
+    "fake_coverage",
     "augment_p",
     "stray",
     "stray_cosine",
@@ -386,9 +387,10 @@ def _duration(seconds):
     return f"{hours} h {minutes:02d} min" if hours < 48 else f"{hours // 24} d {hours % 24} h"
 
 
-#: What a progress line quotes of the logs: the losses, and G's spread across a batch against the
-#: data's (near 0: one sample for every latent, the sign of fused's early stall at 64 px).
-_PROGRESS_LOGS = ("d_loss", "g_loss", "fake_spread")
+#: What a progress line quotes of the logs: the losses, G's spread across a batch against the
+#: data's (near 0: one sample for every latent, the sign of fused's early stall at 64 px) and its
+#: coverage of the batch (~0.97 when G draws every mode, lower as it leaves some).
+_PROGRESS_LOGS = ("d_loss", "g_loss", "fake_spread", "fake_coverage")
 
 
 class Progress(keras.callbacks.Callback):
@@ -396,8 +398,8 @@ class Progress(keras.callbacks.Callback):
     call, which traces, left out), one line with the time per update and the expected time to
     the end; then every `every_minutes`, a sample grid `samples/latest.png` (so that the first
     grid comes within minutes, not after the first epoch) and, with `lines=True` (a log file, not
-    a terminal's progress bar), a progress line (the rate, the losses, G's `fake_spread`, the
-    time left). Rates count the train-function calls' own time
+    a terminal's progress bar), a progress line (the rate, the losses, G's `fake_spread` and
+    `fake_coverage`, the time left). Rates count the train-function calls' own time
     (evaluations, checkpoints and grids between them left out), and each line quotes the rate
     since the line before, so that after a schedule's switch (a warm start's alternating
     updates, then fused ones) it quotes the form now training. Reading G for the grid changes

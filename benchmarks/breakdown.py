@@ -4,7 +4,8 @@
 
 Prints the median seconds of each pass (graph mode), then the sums that model a fused step
 (G fwd+bwd, D fwd+bwd to parameters and input on 2n samples, two Adam updates) and an efficient
-alternating step, and their ratio.
+alternating step, and their ratio; and what the diagnostics every D update logs of G's samples
+(`fake_spread`, `fake_coverage`) cost against the fused step.
 """
 
 import statistics
@@ -15,7 +16,7 @@ import machine  # noqa: F401  (first: sets oneDNN and TF's log level, puts the p
 import tensorflow as tf
 from absl import app, flags
 
-from tf_fusedprop import networks
+from tf_fusedprop import networks, steps
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("network", "sngan_cnn", "Reference network pair.")
@@ -74,6 +75,8 @@ def main(argv):
         "D fwd+bwd params (2n)": lambda: d_backward(x2, True, False),
         "D fwd+bwd params+input (2n)": lambda: d_backward(x2, True, True),
         "Adam update of D": adam,
+        "spread ratio (n)": lambda: steps.spread_ratio(x1, x1),
+        "coverage (n)": lambda: steps.coverage(x1, x1),
     }
     seconds = {name: timed(tf.function(fn)) for name, fn in passes.items()}
     for name, s in seconds.items():
@@ -94,6 +97,8 @@ def main(argv):
         f"share of the fused step in D's backward to parameters+input: "
         f"{(seconds['D fwd+bwd params+input (2n)'] - seconds['D fwd (2n)']) / fused:.0%}"
     )
+    diagnostics = seconds["spread ratio (n)"] + seconds["coverage (n)"]
+    print(f"G's spread and coverage, logged by every D update: {diagnostics / fused:.2%} of the fused step")
 
 
 if __name__ == "__main__":

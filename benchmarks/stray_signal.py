@@ -37,6 +37,22 @@ def _gap(entry):
     return None if real is None or fake is None else real - fake
 
 
+def _epoch_mean(key, name, plot, meaning):
+    """The entry of `SIGNALS` for a step's own log `key` (its epoch mean), a column called `name`;
+    `plot`: the figure's `(label, scale)`."""
+    return {
+        "key": key,
+        "columns": ((name, lambda e: e.get(key), 2),),
+        "plot": (lambda e: e.get(key), *plot),
+        "stem": name,
+        "header": (
+            f"# G's {name} beside quality\n\nWritten by `benchmarks/stray_signal.py "
+            f"--signal={name}` from {{grids}}. Per evaluation: the task's metric and the epoch's mean `{key}`: "
+            f"{meaning}.\n\n"
+        ),
+    }
+
+
 #: Per signal: the key a run's history must hold, the table's columns (name, value of a history
 #: entry, significant digits), the figure's lower panel (value, label, scale), the default file
 #: stem and the page's header.
@@ -68,30 +84,20 @@ SIGNALS = {
             "over the epoch, and their gap (real - fake).\n\n"
         ),
     },
-    "spread": {
-        "key": "fake_spread",
-        "columns": (("spread", lambda e: e.get("fake_spread"), 2),),
-        "plot": (lambda e: e.get("fake_spread"), "G's spread across a batch / the data's", "log"),
-        "stem": "spread",
-        "header": (
-            "# G's spread beside quality\n\nWritten by `benchmarks/stray_signal.py --signal=spread` from {grids}. "
-            "Per evaluation: the task's metric and the epoch's mean `fake_spread`: the mean over pixels of the "
-            "standard deviation across a batch of G's samples, over the same of the real batch (near 0: G draws "
-            "one sample for every latent).\n\n"
-        ),
-    },
-    "coverage": {
-        "key": "fake_coverage",
-        "columns": (("coverage", lambda e: e.get("fake_coverage"), 2),),
-        "plot": (lambda e: e.get("fake_coverage"), "G's coverage of the real batch", "linear"),
-        "stem": "coverage",
-        "header": (
-            "# G's coverage beside quality\n\nWritten by `benchmarks/stray_signal.py --signal=coverage` from "
-            "{grids}. Per evaluation: the task's metric and the epoch's mean `fake_coverage`: the share of a real "
-            "batch's samples that have one of G's samples nearer than their 5th nearest real neighbour (~0.97 when G "
-            "draws as the data does, lower by the share of the batch in modes G left).\n\n"
-        ),
-    },
+    "spread": _epoch_mean(
+        "fake_spread",
+        "spread",
+        ("G's spread across a batch / the data's", "log"),
+        "the mean over pixels of the standard deviation across a batch of G's samples, over the same of the real "
+        "batch (near 0: G draws one sample for every latent)",
+    ),
+    "coverage": _epoch_mean(
+        "fake_coverage",
+        "coverage",
+        ("G's coverage of the real batch", "linear"),
+        "the share of a real batch's samples that have one of G's samples nearer than their 5th nearest real "
+        "neighbour (~0.97 when G draws as the data does, lower by the share of the batch in modes G left)",
+    ),
 }
 
 

@@ -59,8 +59,8 @@ class Phase(collections.namedtuple("Phase", ["name", "players", "logs", "gradien
       players: the players it updates ("discriminator", "generator").
       logs: the names of the scalar diagnostics it reports (`d_loss`, `g_loss`, `real_logit`,
         `fake_logit`; a phase that updates D also `fake_spread`, `steps.spread_ratio` of G's
-        samples to the real batch, `fake_coverage`, their `steps.coverage` of it, and `real_sign`, the mean of `sign(D(real))`, which an
-        adaptive `DiffAugment` follows).
+        samples to the real batch, `fake_coverage`, their `steps.coverage` of it, and
+        `real_sign`, the mean of `sign(D(real))`, which an adaptive `DiffAugment` follows).
       gradients: `(generator, discriminator, batch, loss, options) -> (grads, logs)`: `grads`
         maps each player it updates to gradients aligned with its trainable variables, `logs`
         maps `logs`' names to scalars.

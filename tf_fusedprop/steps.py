@@ -41,6 +41,7 @@ __all__ = [
     "StepResult",
     "check_discriminator",
     "check_sample_independence",
+    "coverage",
     "discriminator_logits",
     "discriminator_probe",
     "discriminator_step",
@@ -48,7 +49,6 @@ __all__ = [
     "layers_of",
     "probe_batch",
     "single_pass_step",
-    "coverage",
     "spread",
     "spread_ratio",
     "two_pass_step",
@@ -353,8 +353,7 @@ def coverage(fake, real, k=COVERAGE_NEIGHBOURS):
     spread does not see that: a G drawing four digits widely reads a spread of 0.6). `k` is
     clipped to the real rows but one; 0 for fewer than two real rows."""
     fake, real = tf.stop_gradient(fake), tf.stop_gradient(real)
-    flat = [tf.cast(tf.reshape(x, [tf.shape(x)[0], -1]), tf.float32) for x in (fake, real)]
-    fake, real = flat
+    fake, real = (tf.cast(tf.reshape(x, [tf.shape(x)[0], -1]), tf.float32) for x in (fake, real))
     n = tf.shape(real)[0]
     between_real = tf.linalg.set_diag(_squared_distances(real, real), tf.fill([n], float("inf")))
     k = tf.minimum(k, tf.maximum(n - 1, 1))

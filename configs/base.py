@@ -21,7 +21,7 @@ def get_base_config():
     | warmup | G updates of `alternating` (with `n_dis`) before `form` (`tf_fusedprop.schedules.Warmup`); 0: none |
     | warmup_g_lr_scale | after the warm start, G's learning rate is g_lr x this (1: unchanged) |
     | alternate_every | after the warm start, one `alternating` update every k G updates (`tf_fusedprop.schedules.Periodic`; a call of the train function runs whole periods); 0: none |
-    | auto.threshold, .every, .window, .hold, .peak, .peak_windows, .signal | `tf_fusedprop.schedules.Auto`: threshold 0 (off), or the mean stray (over `window` probes, `every` G updates apart) below which the next `hold` G updates alternate, until `peak_windows` windows in a row (1) have reached `peak` (None: always); `signal` "stray" (the probe), "logit_gap" (D's mean real logit minus fake, no probe: alternates where the mean is above `threshold`) or "spread" (G's spread across a batch against the data's, no probe: alternates where the mean is below `threshold`) |
+    | auto.threshold, .every, .window, .hold, .peak, .peak_windows, .signal, .drop | `tf_fusedprop.schedules.Auto`: threshold 0 (off), or the mean stray (over `window` probes, `every` G updates apart) below which the next `hold` G updates alternate, until `peak_windows` windows in a row (1) have reached `peak` (None: always); `signal` "stray" (the probe), "logit_gap" (D's mean real logit minus fake, no probe: alternates where the mean is above `threshold`) "spread" (G's spread across a batch against the data's, no probe: alternates where the mean is below `threshold`) or "coverage" (G's coverage of the real batch, the same way); `drop` (None: off) also alternates where a window's mean falls by more than that share from the best window since the last stretch |
     | n_dis | D updates per G update; with a simultaneous form the first n_dis - 1 are D-only steps |
     | iter_size | micro-batches per update (gradient accumulation) |
     | batch_size | real samples per update (split into iter_size micro-batches) |
@@ -100,6 +100,7 @@ def get_base_config():
             "peak": config_dict.placeholder(float),
             "peak_windows": 1,
             "signal": "stray",
+            "drop": config_dict.placeholder(float),
         }
     )
     return config

@@ -263,6 +263,28 @@ class AutoTest(tu.TestCase):
             for a, b in zip(weights(resumed), weights(straight), strict=True):
                 self.assertAllEqual(a, b)
 
+    def test_a_run_saved_with_a_best_window_resumes_its_drop_as_an_uninterrupted_one(self):
+        # The best window since the last stretch is state: read afresh after a resume, a fall
+        # from it would go unseen (best 0) and the run would train on fused.
+        x, y = data()
+
+        def schedule():
+            return fp.schedules.Auto("fused", threshold=1e-6, every=1, window=1, hold=2, signal="spread", drop=0.01)
+
+        straight = build(schedule())
+        fit(straight, x, y, epochs=3)
+        first = build(schedule())
+        fit(first, x, y, epochs=1)
+        path = os.path.join(self.get_temp_dir(), "drop.keras")
+        first.save(path)
+        resumed = keras.models.load_model(path)
+        self.assertGreater(float(resumed.schedule._state["best"].numpy()), 0.0)
+        fit(resumed, x, y, epochs=3, initial_epoch=1)
+        self.assertEqual(straight.history.history["alternated"], [0, 1, 3])  # falls after the save
+        self.assertEqual(resumed.history.history["alternated"], [1, 3])
+        for a, b in zip(weights(resumed), weights(straight), strict=True):
+            self.assertAllEqual(a, b)
+
     def test_after_a_warm_start_with_two_steps_a_call(self):
         x, y = data()
         schedule = fp.schedules.Warmup(fp.schedules.Auto("fused", threshold=100.0, every=1, window=2, hold=2), 2)

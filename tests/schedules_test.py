@@ -62,6 +62,7 @@ class ScheduleTest(tu.TestCase):
         schedules.Warmup(schedules.Auto("fused"), updates=100),
         schedules.Auto("fused", threshold=0.45, peak=0.7, peak_windows=3),
         schedules.Warmup(schedules.Auto("fused", threshold=4.0, signal="logit_gap"), updates=100),
+        schedules.Warmup(schedules.Auto("fused", threshold=0.05, signal="coverage", drop=0.25), updates=100),
     )
     def test_configs_round_trip(self, schedule):
         again = schedules.get(schedule.get_config())
@@ -198,6 +199,30 @@ class ScheduleTest(tu.TestCase):
         )
         self.assertEqual(schedules.get(auto.get_config()).signal, "coverage")
 
+    def test_auto_with_drop_alternates_where_a_window_falls_from_the_best_since_the_last_stretch(self):
+        auto = schedules.Auto("fused", threshold=0.1, every=1, window=1, hold=10, signal="coverage", drop=0.25)
+        self.assertEqual(len(auto.attach()), 9)  # the best window and the limit that asked, in the checkpoint
+        self.assertEqual(len(schedules.Auto("fused").attach()), 7)  # without drop: as workdirs before it
+
+        def read(update, coverage):
+            logs = {"fake_spread": tf.constant(0.5), "fake_coverage": tf.constant(coverage)}
+            auto.observe_logs(auto.form, logs, tf.constant(update, tf.int64))
+            return int(auto._state["until"].numpy())
+
+        self.assertIsNone(auto.switch_note(0))
+        # Rising, then 0.65 (above 0.75 x 0.8 = 0.6): no stall, though far above threshold 0.1 either way.
+        self.assertEqual([read(u, c) for u, c in enumerate((0.5, 0.8, 0.65))], [0, 0, 0])
+        self.assertEqual(read(3, 0.55), 14)  # below 0.6: modes lost since the best
+        self.assertEqual(
+            auto.switch_note(4),
+            "G update 4: fused -> alternating (mean coverage 0.550 < 0.600, 0.75 x the best window since the "
+            "last stretch over the last 1 readings)",
+        )
+        self.assertEqual(read(4, 0.45), 14)  # the asking window is the new best: 0.45 > 0.75 x 0.55
+        self.assertEqual(read(5, 0.4), 16)  # < 0.4125: still falling, the stretch goes on
+        self.assertEqual(read(6, 0.05), 17)  # below threshold, whatever the best
+        self.assertEqual(schedules.get(auto.get_config()).drop, 0.25)
+
     def test_auto_says_each_change_once_with_the_mean_that_asked_and_needs_hold_of_a_call(self):
         auto = schedules.Auto("fused", threshold=0.5, every=1, window=2, hold=10)
         auto.attach()
@@ -255,6 +280,8 @@ class ScheduleTest(tu.TestCase):
         (lambda: schedules.Auto("fused", other="inverse"), "updates one player at a time. Received: .*other='inverse'"),
         (lambda: schedules.Auto(schedules.Periodic("fused")), "Auto switches between two forms"),
         (lambda: schedules.Auto("fused").counts(10), "depend on the run: read its `alternated` log"),
+        (lambda: schedules.Auto("fused", drop=1.0), r"drop must be None or a number in \(0, 1\).* drop=1.0"),
+        (lambda: schedules.Auto("fused", threshold=4.0, drop=0.2, signal="logit_gap"), "whose stall is low"),
     )
     def test_refusals_are_one_line(self, make, message):
         with self.assertRaisesRegex(ValueError, message):

@@ -360,6 +360,11 @@ class Auto(Schedule):
     cover (`fake_coverage`, `steps.coverage`: ~0.97 where G draws every mode of the batch), and
     alternates where a window's mean is below `threshold` (G has left modes).
 
+    With `drop` (a reading whose stall is low: the stray, spread, coverage) a window also stalls
+    where its mean has fallen by more than `drop` from the best window read since the last
+    stretch was asked (`form`'s updates losing what the run had reached, a warm start's
+    readings included), whatever `threshold` says; the stretch's asking window is the new best.
+
     `fit` reads the decision between calls of the train function, so an alternating stretch
     starts with the call after the probe that asked for it (update u: it ends before update
     u + 1 + hold) and the calls starting before its end alternate (`steps_per_execution`
@@ -385,6 +390,8 @@ class Auto(Schedule):
       other: the alternating form.
       signal: the reading it follows, a name of `SIGNALS`: "stray", "logit_gap", "spread" or
         "coverage".
+      drop: the fall from the best window since the last stretch (a share of it, in (0, 1))
+        from which on a window stalls too; None: `threshold` alone decides.
     """
 
     def __init__(
@@ -398,6 +405,7 @@ class Auto(Schedule):
         peak_windows=1,
         other="alternating",
         signal="stray",
+        drop=None,
     ):
         self.form = _one_form("form", form, "Auto switches between two forms")
         self.other = _one_form("other", other, "Auto switches between two forms")
@@ -422,6 +430,14 @@ class Auto(Schedule):
             side = "above" if below else "below"
             raise ValueError(f"peak must be None or a number {side} threshold ({threshold!r}). Received: peak={peak!r}")
         self.peak = None if peak is None else float(peak)
+        if drop is not None and (
+            isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 < drop < 1 or not below
+        ):
+            raise ValueError(
+                "drop must be None or a number in (0, 1), for a reading whose stall is low (the stray, spread, "
+                f"coverage). Received: drop={drop!r}, signal={signal!r}"
+            )
+        self.drop = None if drop is None else float(drop)
         self.signal = signal
         self._signal = SIGNALS[signal]
         self.every = positive_int("every", every)
@@ -457,6 +473,9 @@ class Auto(Schedule):
             "at_peak": variable("auto_windows_at_peak", "int64"),
             "alternated": variable("auto_alternated", "int64"),
         }
+        if self.drop is not None:  # only then, so that workdirs of Auto without it resume
+            self._state["best"] = variable("auto_best_since_stretch", "float64")
+            self._state["asked_below"] = variable("auto_asked_below", "float64")
         return list(self._state.values())
 
     def observe(self, stray, probed, update):
@@ -487,6 +506,9 @@ class Auto(Schedule):
         full = count >= self.window
         mean = total / tf.cast(tf.maximum(count, 1), tf.float64)
         stalled = mean < self.threshold if self._signal.stall_below else mean > self.threshold
+        if self.drop is not None:
+            below = tf.maximum(tf.constant(self.threshold, tf.float64), state["best"] * (1.0 - self.drop))
+            stalled = mean < below
         low = tf.logical_and(full, stalled)
         update = tf.cast(update, tf.int64)
         until = tf.where(low, update + 1 + self.hold, state["until"])
@@ -501,6 +523,10 @@ class Auto(Schedule):
             # Read inside a stretch (the logit gap), a sustained `peak` also ends it.
             until = tf.where(at_peak >= self.peak_windows, tf.minimum(until, update + 1), until)
         state["until"].assign(until)
+        if self.drop is not None:
+            best = tf.where(low, mean, tf.maximum(state["best"], mean))
+            state["best"].assign(tf.where(full, best, state["best"]))
+            state["asked_below"].assign(tf.where(low, below, state["asked_below"]))
         state["asked"].assign(tf.where(low, mean, state["asked"]))
         state["mean"].assign(tf.where(full, mean, state["mean"]))
         state["sum"].assign(tf.where(full, tf.constant(0.0, tf.float64), total))
@@ -559,10 +585,14 @@ class Auto(Schedule):
             if last is None:  # resumed inside a stretch
                 return f"G update {update}: {self.other.name} (resumed inside a stretch asked until G update {until})"
             side = "<" if self._signal.stall_below else ">"
+            limit = f"{self.threshold:g}"
+            if self.drop is not None and float(self._state["asked_below"].numpy()) > self.threshold:
+                asked_below = float(self._state["asked_below"].numpy())
+                limit = f"{asked_below:.3f}, {1 - self.drop:g} x the best window since the last stretch"
             readings = "probes" if self._signal.probe else "readings"
             return (
                 f"G update {update}: {self.form.name} -> {self.other.name} (mean {self._signal.words} "
-                f"{mean:.3f} {side} {self.threshold:g} over the last {self.window} {readings})"
+                f"{mean:.3f} {side} {limit} over the last {self.window} {readings})"
             )
         again = "probing again" if self._signal.probe else "reading on"
         return f"G update {update}: {self.other.name} -> {self.form.name} ({again})"
@@ -580,13 +610,14 @@ class Auto(Schedule):
             "peak_windows": self.peak_windows,
             "other": self.other.get_config(),
             "signal": self.signal,
+            "drop": self.drop,
         }
 
     def __repr__(self):
         return (
             f"Auto({self.form!r}, threshold={self.threshold:g}, every={self.every}, window={self.window}, "
             f"hold={self.hold}, peak={self.peak}, peak_windows={self.peak_windows}, other={self.other!r}, "
-            f"signal={self.signal!r})"
+            f"signal={self.signal!r}, drop={self.drop})"
         )
 
 

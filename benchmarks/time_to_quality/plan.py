@@ -127,6 +127,18 @@ STABILIZERS = {
     # 0.86 six, 0.47-0.75 two to six (docs/quality.md, "G's coverage"). The training
     # G read far lower (fidelity counts too): this alternated 62-98% of MNIST's and ring8's updates.
     "auto_coverage": {"auto.threshold": 0.8, "auto.signal": "coverage", "warmup": 0, "alternate_every": 0},
+    # Start alternating, then alternate where G's coverage falls: a warm start of 100 updates,
+    # then Auto on the coverage with `drop` alone (threshold 0.001: nearly never), alternating
+    # 100 updates after each window whose mean is 30% below the best since the last stretch
+    # (issue 62's next step: a fall from the run's own best, not a level, so fidelity's slow
+    # rise does not read as a stall).
+    "warmup100_auto_coverage_drop": {
+        "warmup": 100,
+        "auto.threshold": 0.001,
+        "auto.signal": "coverage",
+        "auto.drop": 0.3,
+        "alternate_every": 0,
+    },
     "ema0.999": {"ema.decay": 0.999},
     "ema0.999_rampup": {"ema.decay": 0.999, "ema.rampup": 0.05},
     "g_lr_half": {

@@ -340,6 +340,7 @@ class WarmupTest(tu.TestCase):
                     "peak": None,
                     "peak_windows": 1,
                     "signal": "stray",
+                    "drop": None,
                 },
             },
         )

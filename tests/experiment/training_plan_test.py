@@ -60,6 +60,7 @@ class PlanTest(tu.TestCase):
             "peak": None,
             "peak_windows": 1,
             "signal": "stray",
+            "drop": None,
         }
         self.assertEqual(plan.fields["auto"], auto)
         self.assertEqual(plan.schedule.form.get_config(), fp.schedules.Auto("fused", **auto).get_config())
@@ -74,10 +75,11 @@ class PlanTest(tu.TestCase):
     def test_a_record_from_before_the_schedules_reads_as_none(self):
         plan = training_plan.plan({"form": "fused", "n_dis": 1, "g_lr": 2e-4})
         self.assertEqual((plan.warmup, plan.fields), (0, training_plan.SCHEDULING_FIELDS))
-        # An Auto run recorded before `peak_windows` existed stopped at its first window at peak.
+        # An Auto run recorded before `peak_windows` existed stopped at its first window at peak;
+        # one before `drop` had none.
         auto = {"threshold": 0.45, "every": 10, "window": 10, "hold": 100, "peak": 0.7}
         plan = training_plan.plan({"form": "fused", "n_dis": 1, "g_lr": 2e-4, "auto": auto})
-        self.assertEqual(plan.fields["auto"], {**auto, "peak_windows": 1, "signal": "stray"})
+        self.assertEqual(plan.fields["auto"], {**auto, "peak_windows": 1, "signal": "stray", "drop": None})
         self.assertEqual(plan.schedule.peak_windows, 1)
 
 

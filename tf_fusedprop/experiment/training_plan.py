@@ -35,6 +35,7 @@ SCHEDULING_FIELDS = {
         "peak": None,
         "peak_windows": 1,
         "signal": "stray",
+        "drop": None,
     },
 }
 

@@ -151,19 +151,22 @@ def main(argv=None):
             f"generator_coverage: --neighbours takes positive integers, comma-separated. Received: {args.neighbours!r}"
         )
     runs = [(workdir, *_run(workdir)) for workdir in args.workdirs]  # every bad directory before any work
-    data = {}
+    data, said = {}, set()  # by dataset and classifier; the data against itself, once a dataset and batch
 
     def coverages(fake, real, batch_size):
         return {k: mean_coverage(fake, real, batch_size, args.batches, k=k) for k in neighbours}
 
     for workdir, config, exported in runs:
-        key = (config["dataset"], config.get("image_size"), config["batch_size"], config.get("cache_dir"))
+        dataset = (config["dataset"], config.get("image_size"), config["batch_size"])
+        key = dataset + (config.get("cache_dir"),)
         if key not in data:
-            real, drawn_by_data, drawn = data[key] = _data(config)
+            data[key] = _data(config)
+        real, drawn_by_data, drawn = data[key]
+        if dataset not in said:
+            said.add(dataset)
             half = np.random.default_rng(0).permutation(len(real))
-            itself = coverages(real[half[: len(real) // 2]], real[half[len(real) // 2 :]], key[2])
-            print(line(f"{key[0]} against itself, batches of {key[2]}", itself, drawn_by_data), flush=True)
-        real, _, drawn = data[key]
+            itself = coverages(real[half[: len(real) // 2]], real[half[len(real) // 2 :]], dataset[2])
+            print(line(f"{dataset[0]} against itself, batches of {dataset[2]}", itself, drawn_by_data), flush=True)
         generator = tf.saved_model.load(exported)
         with open(os.path.join(exported, "fusedprop_export.json")) as f:
             info = json.load(f)

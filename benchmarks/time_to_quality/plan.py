@@ -131,7 +131,9 @@ STABILIZERS = {
     # then Auto on the coverage with `drop` alone (threshold 0.001: nearly never), alternating
     # 100 updates after each window whose mean is 30% below the best since the last stretch
     # (issue 62's next step: a fall from the run's own best, not a level, so fidelity's slow
-    # rise does not read as a stall).
+    # rise does not read as a stall). On ring8 and grid25 its falls came with every mode drawn
+    # (false alarms: 200-1,100 more alternating updates, nothing gained); the digits never fell
+    # (docs/quality.md, "A fall from G's own best coverage").
     "warmup100_auto_coverage_drop": {
         "warmup": 100,
         "auto.threshold": 0.001,

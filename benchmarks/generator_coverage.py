@@ -95,10 +95,10 @@ def _digit_data(config):
 
 
 def _mixture_data(config, samples=20_000):
-    """The same for a 2-D mixture: `samples` draws of it (seed 0), its modes as the harness scores them."""
+    """The same for a 2-D mixture: `samples` draws of its training pipeline (seed 0), its modes as
+    the harness scores them."""
     centers, std = real_samples.mixture_spec(config["dataset"])
-    rng = np.random.default_rng(0)
-    real = (centers[rng.integers(len(centers), size=samples)] + rng.normal(0.0, std, (samples, 2))).astype(np.float32)
+    real = next(iter(real_samples.gaussian_mixture(centers, std, samples, seed=0))).numpy()
 
     def drawn(fake):
         scored = metrics.mode_coverage(fake, centers, std)

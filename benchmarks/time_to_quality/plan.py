@@ -46,6 +46,9 @@ STABILIZERS = {
     **{f"warmup{k}_no_lookahead": {"warmup": k, "lookahead.every": 0} for k in (250, 500, 1000)},
     # ... and one alternating update every k (one step per call, as these rows were measured).
     **{f"alternate_every{k}": {"alternate_every": k, "steps_per_execution": 1} for k in (2, 4)},
+    # ... and both: ring8's 100-update warm start (all modes kept on 10 seeds), then MNIST's
+    # every-4th mix (its stalling seed escapes) instead of pure fused (issue 62).
+    "warmup100_mix4": {"warmup": 100, "alternate_every": 4, "steps_per_execution": 1},
     # ... and G's rate x1.5 after a 500-update warm start.
     "warmup500_g_lr_x1.5": {"warmup": 500, "warmup_g_lr_scale": 1.5},
     # Issue 48: configs/mnist.py's DiffAugment where a config ships none (configs/images.py's

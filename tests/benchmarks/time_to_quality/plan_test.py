@@ -88,6 +88,7 @@ class PlanTest(tu.TestCase):
                 "warmup250",
                 "alternate_every4",
                 "warmup500_g_lr_x1.5",
+                "warmup100_mix4",
             )
             for form in ("alternating", "fused")
         ]
@@ -95,7 +96,7 @@ class PlanTest(tu.TestCase):
         # grid25 gives Lookahead to fused already: "everywhere" changes alternating's run only; a
         # warm start of alternating (G's rate changed after it too), or a periodic mix
         # (steps_per_execution=1 for it: how many steps one call runs, not what is trained),
-        # changes fused's only.
+        # or both, changes fused's only.
         self.assertEqual(
             left_out,
             [
@@ -103,9 +104,10 @@ class PlanTest(tu.TestCase):
                 "grid25-nonsaturating-alternating+warmup250-s0",
                 "grid25-nonsaturating-alternating+alternate_every4-s0",
                 "grid25-nonsaturating-alternating+warmup500_g_lr_x1.5-s0",
+                "grid25-nonsaturating-alternating+warmup100_mix4-s0",
             ],
         )
-        self.assertLen(kept, 8)
+        self.assertLen(kept, 9)
 
     def test_bad_overrides_are_config_errors(self):
         run = Run("ring8", "nonsaturating", "fused", 0)
